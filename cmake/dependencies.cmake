@@ -1,0 +1,17 @@
+# Every dependency comes from Debian's packages (scripts/install-deps.sh); nothing is downloaded
+# at build time.
+find_package(Threads REQUIRED)
+find_package(Boost 1.81 REQUIRED)
+find_package(OpenSSL REQUIRED)
+find_package(fmt REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(yaml-cpp REQUIRED)
+find_package(prometheus-cpp REQUIRED COMPONENTS core)
+find_package(SQLite3 REQUIRED)
+find_package(nlohmann_json REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(URCU REQUIRED IMPORTED_TARGET liburcu-memb)
+if(STARLING_BUILD_TESTS)
+    find_package(GTest REQUIRED)
+    include(GoogleTest)
+endif()

@@ -1,0 +1,36 @@
+# Helpers that every module uses to declare its library and its tests.
+
+set(STARLING_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion)
+if(STARLING_WERROR)
+    list(APPEND STARLING_WARNINGS -Werror)
+endif()
+
+# starling_library(<name> SOURCES ... [DEPS ...])
+# Declares library starling_<name>, includes rooted at src/ and include/.
+function(starling_library name)
+    cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+    set(target starling_${name})
+    add_library(${target} STATIC ${ARG_SOURCES})
+    target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include
+                                                ${PROJECT_BINARY_DIR}/generated)
+    target_compile_options(${target} PRIVATE ${STARLING_WARNINGS})
+    target_link_libraries(${target} PUBLIC ${ARG_DEPS})
+endfunction()
+
+# starling_test(<name> SOURCES ... [DEPS ...] [LABELS ...] [TIMEOUT s])
+# Declares a GoogleTest executable registered with ctest; each test case becomes a ctest test
+# carrying LABELS (unit, contract, integration, cluster, fuzz, concurrency).
+function(starling_test name)
+    cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+    if(NOT ARG_TIMEOUT)
+        set(ARG_TIMEOUT 120)
+    endif()
+    add_executable(${name} ${ARG_SOURCES})
+    target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include
+                                               ${PROJECT_SOURCE_DIR}/tests)
+    target_compile_options(${name} PRIVATE ${STARLING_WARNINGS} -Wno-conversion)
+    target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gmock GTest::gtest_main)
+    gtest_discover_tests(${name}
+        PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
+        DISCOVERY_TIMEOUT 60)
+endfunction()

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency of Starling from Debian's packages (and the Python
+# test clients from PyPI into .venv). Idempotent: re-running it installs only what is missing.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+debian_packages=(
+    build-essential cmake ninja-build pkg-config git
+    libboost1.81-dev
+    libssl-dev
+    libspdlog-dev libfmt-dev
+    libyaml-cpp-dev
+    prometheus-cpp-dev
+    libprotobuf-dev protobuf-compiler
+    libsqlite3-dev
+    libgtest-dev libgmock-dev
+    libbenchmark-dev
+    nlohmann-json3-dev
+    liburcu-dev
+    clang clang-format clang-tidy libclang-rt-14-dev
+    mosquitto mosquitto-clients
+    libpaho-mqtt-dev libpaho-mqttpp-dev
+    python3-venv
+    procps curl
+)
+
+missing=()
+for p in "${debian_packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$p")
+    fi
+done
+
+if ((${#missing[@]})); then
+    sudo_cmd=""
+    if [[ $(id -u) -ne 0 ]]; then sudo_cmd="sudo"; fi
+    echo "install-deps: installing ${missing[*]}"
+    $sudo_cmd apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    # The Debian mosquitto package starts a system broker on 1883; Starling owns that port.
+    if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet mosquitto 2>/dev/null; then
+        $sudo_cmd systemctl disable --now mosquitto || true
+    fi
+    pkill -x mosquitto 2>/dev/null || true
+fi
+
+# Python test clients (paho-mqtt, pytest) in a project-local virtual environment.
+venv="$root/.venv"
+if [[ ! -x "$venv/bin/python" ]]; then
+    python3 -m venv "$venv"
+fi
+if ! "$venv/bin/python" -c "import paho.mqtt, pytest" 2>/dev/null; then
+    "$venv/bin/pip" install -q --disable-pip-version-check -r "$root/tests/integration/requirements.txt"
+fi
+echo "install-deps: done"
