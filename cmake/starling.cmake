@@ -30,7 +30,12 @@ function(starling_test name)
                                                ${PROJECT_SOURCE_DIR}/tests)
     target_compile_options(${name} PRIVATE ${STARLING_WARNINGS} -Wno-conversion)
     target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gmock GTest::gtest_main)
+    # gtest_discover_tests flattens a list-valued property (CMake 3.25 drops every label after
+    # the first, and the TIMEOUT with it), so several labels travel as one joined label:
+    # "unit_concurrency". ctest -L takes a regular expression matched against each label, so
+    # both -L unit and -L concurrency still select it.
+    list(JOIN ARG_LABELS "_" joined_labels)
     gtest_discover_tests(${name}
-        PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
+        PROPERTIES LABELS "${joined_labels}" TIMEOUT ${ARG_TIMEOUT}
         DISCOVERY_TIMEOUT 60)
 endfunction()

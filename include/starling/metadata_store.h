@@ -1,0 +1,102 @@
+#pragma once
+
+// Metadata-store port (ARCHITECTURE.md §2): client credentials, per-client session contexts
+// (inbound QoS 2 packet ids awaiting PUBREL; APPLICATION in-flight packet id ↔ offset maps),
+// the unauthorized-client log and key/value settings. Tables follow TBMQ's schema (versioned
+// SQL migrations, the same for SQLite and PostgreSQL).
+//
+// Adapters: SQLite (embedded default) and PostgreSQL. Both pass tests/contract/metadata_store/.
+// Every call is asynchronous: blocking database work runs on the adapter's own bounded pool,
+// never on an I/O or actor thread. Callbacks run once on that pool and must not block.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+
+namespace starling {
+
+enum class client_type : std::uint8_t { device, application };
+
+// A row of mqtt_client_credentials. credentials_value is the provider's JSON document.
+struct client_credentials {
+    std::string id;  // uuid text
+    std::int64_t created_time_ms = 0;
+    std::string name;
+    client_type type = client_type::device;
+    std::string credentials_id;    // lookup key, e.g. "username|alice"
+    std::string credentials_type;  // MQTT_BASIC, X_509, SCRAM
+    std::string credentials_value;
+};
+
+// generic_client_session_ctx: inbound QoS 2 packet ids a persistent client still owes a
+// PUBREL for, so a resumed handshake neither loses nor duplicates the message.
+struct session_context {
+    std::string client_id;
+    std::int64_t last_updated_ms = 0;
+    std::vector<std::uint16_t> qos2_packet_ids;
+};
+
+// application_session_ctx: what an APPLICATION client has in flight, by packet id.
+struct application_session_context {
+    std::string client_id;
+    std::int64_t last_updated_ms = 0;
+    std::vector<std::pair<std::uint16_t, std::int64_t>> publish_offsets;  // packet id, offset
+    std::vector<std::pair<std::uint16_t, std::int64_t>> pubrel_offsets;
+};
+
+struct unauthorized_client {
+    std::string client_id;
+    std::string ip_address;
+    std::int64_t ts_ms = 0;
+    std::string username;
+    bool password_provided = false;
+    bool tls_used = false;
+    std::string reason;
+};
+
+class metadata_store {
+public:
+    template <class T>
+    using callback = std::function<void(result<T>)>;
+    using done_callback = std::function<void(status)>;
+
+    virtual ~metadata_store() = default;
+
+    // Credentials.
+    virtual void save_credentials(client_credentials c, done_callback done) = 0;
+    virtual void delete_credentials(std::string credentials_id, done_callback done) = 0;
+    virtual void find_credentials(std::vector<std::string> credentials_ids,
+                                  callback<std::vector<client_credentials>> done) = 0;
+    virtual void list_credentials(std::size_t limit, std::size_t offset,
+                                  callback<std::vector<client_credentials>> done) = 0;
+
+    // Inbound QoS 2 state of persistent clients.
+    virtual void save_session_context(session_context ctx, done_callback done) = 0;
+    virtual void load_session_context(std::string client_id,
+                                      callback<std::optional<session_context>> done) = 0;
+    virtual void delete_session_context(std::string client_id, done_callback done) = 0;
+
+    // APPLICATION in-flight maps.
+    virtual void save_application_context(application_session_context ctx,
+                                          done_callback done) = 0;
+    virtual void load_application_context(
+        std::string client_id, callback<std::optional<application_session_context>> done) = 0;
+    virtual void delete_application_context(std::string client_id, done_callback done) = 0;
+
+    // Failed authentications (kept for operators; expired by TTL).
+    virtual void record_unauthorized(unauthorized_client entry, done_callback done) = 0;
+    virtual void list_unauthorized(std::size_t limit,
+                                   callback<std::vector<unauthorized_client>> done) = 0;
+
+    // admin_settings: JSON documents by key.
+    virtual void put_setting(std::string key, std::string json_value, done_callback done) = 0;
+    virtual void get_setting(std::string key, callback<std::optional<std::string>> done) = 0;
+
+    virtual bool healthy() const = 0;
+};
+
+}  // namespace starling

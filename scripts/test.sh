@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Installs everything, builds every flavour the tests need and runs every test:
+#   1. format check (clang-format, no drift allowed)
+#   2. debug build with ASan + UBSan: unit, contract and fuzz-corpus-replay tests (ctest)
+#   3. TSan build: the concurrency tests (ctest label "concurrency")
+#   4. clang + libFuzzer build: each fuzz target runs for a bounded time
+#   5. integration tests: the real starlingd (ASan build) driven by paho-mqtt and mosquitto clients
+# Ends with one line "N passed, M failed, K skipped" summing every runner.
+#
+# Environment: STARLING_FUZZ_SECONDS (default 30 per target), STARLING_SKIP_TSAN=1,
+# STARLING_SKIP_FUZZ=1 to shorten local runs.
+set -uo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+results="$root/build/test-results"
+jobs="${STARLING_JOBS:-$(nproc)}"
+failed_steps=()
+
+step() { echo; echo "=== $* ==="; }
+
+step "install dependencies"
+bash scripts/install-deps.sh || { echo "dependency installation failed"; exit 1; }
+rm -rf "$results" && mkdir -p "$results"
+
+step "format check"
+if ! bash scripts/format.sh --check; then
+    failed_steps+=("format")
+fi
+
+step "debug build (ASan + UBSan)"
+if cmake --preset debug >/dev/null && cmake --build --preset debug -j "$jobs"; then
+    step "unit, contract and fuzz-replay tests (ASan + UBSan)"
+    ctest --test-dir build/debug --output-on-failure -j "$jobs" -L 'unit|contract|fuzz' \
+        --output-junit "$results/ctest-debug.xml" || failed_steps+=("ctest-debug")
+else
+    failed_steps+=("build-debug")
+fi
+
+if [[ "${STARLING_SKIP_TSAN:-0}" != 1 ]]; then
+    step "TSan build and concurrency tests"
+    if cmake --preset tsan >/dev/null && cmake --build --preset tsan -j "$jobs" \
+            --target $(bash scripts/concurrency-targets.sh); then
+        TSAN_OPTIONS="halt_on_error=1 suppressions=$root/tests/tsan.supp" \
+            ctest --test-dir build/tsan --output-on-failure -j "$jobs" -L concurrency \
+            --output-junit "$results/ctest-tsan.xml" || failed_steps+=("ctest-tsan")
+    else
+        failed_steps+=("build-tsan")
+    fi
+fi
+
+if [[ "${STARLING_SKIP_FUZZ:-0}" != 1 ]]; then
+    step "libFuzzer (clang), bounded time per target"
+    if bash scripts/fuzz.sh "${STARLING_FUZZ_SECONDS:-30}" "$results"; then :; else
+        failed_steps+=("fuzz")
+    fi
+fi
+
+step "integration tests (real starlingd, paho-mqtt, mosquitto clients)"
+if [[ -x build/debug/src/app/starlingd ]]; then
+    STARLINGD="$root/build/debug/src/app/starlingd" ASAN_OPTIONS="detect_leaks=0" \
+        "$root/.venv/bin/python" -m pytest tests/integration -q -p no:cacheprovider \
+        --junitxml="$results/integration.xml" || failed_steps+=("integration")
+else
+    echo "starlingd was not built"
+    failed_steps+=("integration")
+fi
+
+step "summary"
+"$root/.venv/bin/python" scripts/summarize-junit.py "$results"/*.xml
+summary_rc=$?
+if ((${#failed_steps[@]})); then
+    echo "failed steps: ${failed_steps[*]}"
+    echo "$(scripts/summarize-junit.py --line "$results"/*.xml 2>/dev/null || true)"
+    exit 1
+fi
+exit $summary_rc

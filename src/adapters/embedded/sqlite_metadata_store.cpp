@@ -1,0 +1,543 @@
+#include "adapters/embedded/sqlite_metadata_store.h"
+
+#include "adapters/embedded/sqlite_error.h"
+#include "adapters/embedded/sqlite_migrations.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <sqlite3.h>
+
+#include <limits>
+#include <unordered_set>
+#include <utility>
+
+namespace starling::adapters::embedded {
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr const char* credentials_columns =
+    "id, created_time, name, client_type, credentials_id, credentials_type, credentials_value";
+
+std::string_view client_type_name(client_type t) {
+    return t == client_type::application ? "APPLICATION" : "DEVICE";
+}
+
+// Unknown or missing types read as DEVICE (ARCHITECTURE.md §4).
+client_type parse_client_type(std::string_view s) {
+    return s == "APPLICATION" ? client_type::application : client_type::device;
+}
+
+client_credentials read_credentials(const sqlite_stmt& stmt) {
+    client_credentials c;
+    c.id = stmt.column_text(0);
+    c.created_time_ms = stmt.column_int64(1);
+    c.name = stmt.column_text(2);
+    c.type = parse_client_type(stmt.column_text(3));
+    c.credentials_id = stmt.column_text(4);
+    c.credentials_type = stmt.column_text(5);
+    c.credentials_value = stmt.column_text(6);
+    return c;
+}
+
+// The only constraint a caller can break on purpose is a unique key; everything else is a
+// storage problem and keeps SQLite's code.
+std::error_code map_constraint(const std::error_code& ec) {
+    if (ec.category() == sqlite_category() &&
+        (ec.value() == SQLITE_CONSTRAINT_UNIQUE || ec.value() == SQLITE_CONSTRAINT_PRIMARYKEY)) {
+        return make_error_code(store_errc::already_exists);
+    }
+    return ec;
+}
+
+std::int64_t to_sql_limit(std::size_t n) {
+    return n > static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max())
+               ? std::numeric_limits<std::int64_t>::max()
+               : static_cast<std::int64_t>(n);
+}
+
+// JSON layouts follow TBMQ's columns so its data reads the same:
+//   qos2_publish_packet_ids  [1, 2, 3]
+//   publish/pubrel_msg_infos [{"packetId": 1, "offset": 42}, ...]
+std::string encode_packet_ids(const std::vector<std::uint16_t>& ids) {
+    json doc = json::array();
+    for (const auto id : ids) {
+        doc.push_back(id);
+    }
+    return doc.dump();
+}
+
+bool is_packet_id(const json& v) {
+    return v.is_number_integer() && v.get<std::int64_t>() >= 0 && v.get<std::int64_t>() <= 65535;
+}
+
+result<std::vector<std::uint16_t>> decode_packet_ids(const std::string& text) {
+    std::vector<std::uint16_t> ids;
+    if (text.empty()) {
+        return ids;
+    }
+    const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (!doc.is_array()) {
+        return make_error_code(store_errc::corrupt_record);
+    }
+    for (const auto& v : doc) {
+        if (!is_packet_id(v)) {
+            return make_error_code(store_errc::corrupt_record);
+        }
+        ids.push_back(static_cast<std::uint16_t>(v.get<std::int64_t>()));
+    }
+    return ids;
+}
+
+using offset_map = std::vector<std::pair<std::uint16_t, std::int64_t>>;
+
+std::string encode_offsets(const offset_map& entries) {
+    json doc = json::array();
+    for (const auto& [packet_id, offset] : entries) {
+        doc.push_back({{"packetId", packet_id}, {"offset", offset}});
+    }
+    return doc.dump();
+}
+
+result<offset_map> decode_offsets(const std::string& text) {
+    offset_map entries;
+    if (text.empty()) {
+        return entries;
+    }
+    const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (!doc.is_array()) {
+        return make_error_code(store_errc::corrupt_record);
+    }
+    for (const auto& v : doc) {
+        if (!v.is_object() || !v.contains("packetId") || !v.contains("offset") ||
+            !is_packet_id(v["packetId"]) || !v["offset"].is_number_integer()) {
+            return make_error_code(store_errc::corrupt_record);
+        }
+        entries.emplace_back(static_cast<std::uint16_t>(v["packetId"].get<std::int64_t>()),
+                             v["offset"].get<std::int64_t>());
+    }
+    return entries;
+}
+
+}  // namespace
+
+sqlite_metadata_store::sqlite_metadata_store(options opts, const clock& clk)
+    : options_(std::move(opts)),
+      clock_(clk),
+      worker_(sqlite_worker::options{
+          .path = options_.data_dir / "metadata.db",
+          .queue_capacity = options_.queue_capacity,
+          .thread_name = "sqlite-meta",
+          .open = {.fsync_commits = options_.fsync_commits, .foreign_keys = true},
+      }),
+      uuid_random_(std::random_device{}()) {}
+
+result<std::unique_ptr<sqlite_metadata_store>> sqlite_metadata_store::open(options opts,
+                                                                           const clock& clk) {
+    if (opts.queue_capacity == 0 || opts.unauthorized_ttl_ms <= 0) {
+        return make_error_code(store_errc::invalid_argument);
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(opts.data_dir, ec);
+    if (ec) {
+        return ec;
+    }
+    std::unique_ptr<sqlite_metadata_store> store(new sqlite_metadata_store(std::move(opts), clk));
+    auto st = store->worker_.start([&clk](sqlite_db& db) -> status {
+        auto version = apply_sql_migrations(db, embedded_sql_migrations(), clk.epoch_ms());
+        if (!version) {
+            return version.error();
+        }
+        return {};
+    });
+    if (!st) {
+        return st.error();
+    }
+    return store;
+}
+
+sqlite_metadata_store::~sqlite_metadata_store() { stop(); }
+
+void sqlite_metadata_store::stop() { worker_.stop(); }
+
+bool sqlite_metadata_store::healthy() const {
+    return worker_.running() && storage_ok_.load(std::memory_order_relaxed);
+}
+
+std::string sqlite_metadata_store::new_uuid() {
+    // Version 4 (random) UUID text, the format TBMQ stores in its id columns.
+    std::uint64_t hi = uuid_random_();
+    std::uint64_t lo = uuid_random_();
+    hi = (hi & 0xffffffffffff0fffULL) | 0x0000000000004000ULL;
+    lo = (lo & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;
+    return fmt::format("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", hi >> 32, (hi >> 16) & 0xffff,
+                       hi & 0xffff, lo >> 48, lo & 0xffffffffffffULL);
+}
+
+// --- credentials ---------------------------------------------------------------------------
+
+void sqlite_metadata_store::save_credentials(client_credentials c, done_callback done) {
+    submit(std::move(done), [this, c = std::move(c)](sqlite_db& db) mutable -> status {
+        if (c.credentials_id.empty() || c.credentials_type.empty()) {
+            return make_error_code(store_errc::invalid_argument);
+        }
+        if (c.created_time_ms == 0) {
+            c.created_time_ms = clock_.epoch_ms();
+        }
+        // With an id: insert or update that row (credentials_id may change, but not onto
+        // another row's). Without one: the credentials_id names the row, a new one gets a
+        // fresh UUID.
+        const bool by_id = !c.id.empty();
+        if (!by_id) {
+            c.id = new_uuid();
+        }
+        auto stmt = db.prepare(
+            by_id ? "INSERT INTO mqtt_client_credentials (id, created_time, name, client_type,"
+                    " credentials_id, credentials_type, credentials_value)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
+                    " name = excluded.name, client_type = excluded.client_type,"
+                    " credentials_id = excluded.credentials_id,"
+                    " credentials_type = excluded.credentials_type,"
+                    " credentials_value = excluded.credentials_value"
+                  : "INSERT INTO mqtt_client_credentials (id, created_time, name, client_type,"
+                    " credentials_id, credentials_type, credentials_value)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (credentials_id) DO UPDATE SET"
+                    " name = excluded.name, client_type = excluded.client_type,"
+                    " credentials_type = excluded.credentials_type,"
+                    " credentials_value = excluded.credentials_value");
+        if (!stmt) {
+            return stmt.error();
+        }
+        stmt->bind(1, c.id)
+            .bind(2, c.created_time_ms)
+            .bind(3, c.name)
+            .bind(4, client_type_name(c.type))
+            .bind(5, c.credentials_id)
+            .bind(6, c.credentials_type)
+            .bind(7, c.credentials_value);
+        if (auto st = stmt->run(); !st) {
+            return map_constraint(st.error());
+        }
+        return {};
+    });
+}
+
+void sqlite_metadata_store::delete_credentials(std::string credentials_id, done_callback done) {
+    submit(std::move(done), [id = std::move(credentials_id)](sqlite_db& db) -> status {
+        auto stmt = db.prepare("DELETE FROM mqtt_client_credentials WHERE credentials_id = ?");
+        if (!stmt) {
+            return stmt.error();
+        }
+        return stmt->bind(1, id).run();
+    });
+}
+
+void sqlite_metadata_store::find_credentials(std::vector<std::string> credentials_ids,
+                                             callback<std::vector<client_credentials>> done) {
+    submit(std::move(done),
+           [ids = std::move(credentials_ids)](
+               sqlite_db& db) -> result<std::vector<client_credentials>> {
+               auto stmt = db.prepare(
+                   fmt::format("SELECT {} FROM mqtt_client_credentials WHERE credentials_id = ?",
+                               credentials_columns));
+               if (!stmt) {
+                   return stmt.error();
+               }
+               std::vector<client_credentials> found;
+               std::unordered_set<std::string_view> seen;
+               for (const auto& id : ids) {
+                   if (!seen.insert(id).second) {
+                       continue;
+                   }
+                   stmt->bind(1, id);
+                   auto row = stmt->step();
+                   if (!row) {
+                       return row.error();
+                   }
+                   if (*row) {
+                       found.push_back(read_credentials(*stmt));
+                   }
+                   stmt->reset();
+               }
+               return found;
+           });
+}
+
+void sqlite_metadata_store::list_credentials(std::size_t limit, std::size_t offset,
+                                             callback<std::vector<client_credentials>> done) {
+    submit(std::move(done),
+           [limit, offset](sqlite_db& db) -> result<std::vector<client_credentials>> {
+               auto stmt = db.prepare(
+                   fmt::format("SELECT {} FROM mqtt_client_credentials ORDER BY created_time, id"
+                               " LIMIT ? OFFSET ?",
+                               credentials_columns));
+               if (!stmt) {
+                   return stmt.error();
+               }
+               stmt->bind(1, to_sql_limit(limit)).bind(2, to_sql_limit(offset));
+               std::vector<client_credentials> rows;
+               for (;;) {
+                   auto row = stmt->step();
+                   if (!row) {
+                       return row.error();
+                   }
+                   if (!*row) {
+                       return rows;
+                   }
+                   rows.push_back(read_credentials(*stmt));
+               }
+           });
+}
+
+// --- inbound QoS 2 session state -------------------------------------------------------------
+
+void sqlite_metadata_store::save_session_context(session_context ctx, done_callback done) {
+    submit(std::move(done), [this, ctx = std::move(ctx)](sqlite_db& db) -> status {
+        if (ctx.client_id.empty()) {
+            return make_error_code(store_errc::invalid_argument);
+        }
+        auto stmt = db.prepare(
+            "INSERT INTO generic_client_session_ctx"
+            " (client_id, last_updated_time, qos2_publish_packet_ids) VALUES (?, ?, ?)"
+            " ON CONFLICT (client_id) DO UPDATE SET last_updated_time = excluded.last_updated_time,"
+            " qos2_publish_packet_ids = excluded.qos2_publish_packet_ids");
+        if (!stmt) {
+            return stmt.error();
+        }
+        const std::string ids = encode_packet_ids(ctx.qos2_packet_ids);
+        const std::int64_t updated =
+            ctx.last_updated_ms != 0 ? ctx.last_updated_ms : clock_.epoch_ms();
+        return stmt->bind(1, ctx.client_id).bind(2, updated).bind(3, ids).run();
+    });
+}
+
+void sqlite_metadata_store::load_session_context(std::string client_id,
+                                                 callback<std::optional<session_context>> done) {
+    submit(std::move(done),
+           [id = std::move(client_id)](sqlite_db& db) -> result<std::optional<session_context>> {
+               auto stmt = db.prepare(
+                   "SELECT last_updated_time, qos2_publish_packet_ids"
+                   " FROM generic_client_session_ctx WHERE client_id = ?");
+               if (!stmt) {
+                   return stmt.error();
+               }
+               auto row = stmt->bind(1, id).step();
+               if (!row) {
+                   return row.error();
+               }
+               if (!*row) {
+                   return std::optional<session_context>();
+               }
+               auto ids = decode_packet_ids(stmt->column_text(1));
+               if (!ids) {
+                   return ids.error();
+               }
+               return std::optional<session_context>(session_context{
+                   .client_id = id,
+                   .last_updated_ms = stmt->column_int64(0),
+                   .qos2_packet_ids = std::move(*ids),
+               });
+           });
+}
+
+void sqlite_metadata_store::delete_session_context(std::string client_id, done_callback done) {
+    submit(std::move(done), [id = std::move(client_id)](sqlite_db& db) -> status {
+        auto stmt = db.prepare("DELETE FROM generic_client_session_ctx WHERE client_id = ?");
+        if (!stmt) {
+            return stmt.error();
+        }
+        return stmt->bind(1, id).run();
+    });
+}
+
+// --- APPLICATION in-flight maps --------------------------------------------------------------
+
+void sqlite_metadata_store::save_application_context(application_session_context ctx,
+                                                     done_callback done) {
+    submit(std::move(done), [this, ctx = std::move(ctx)](sqlite_db& db) -> status {
+        if (ctx.client_id.empty()) {
+            return make_error_code(store_errc::invalid_argument);
+        }
+        auto stmt = db.prepare(
+            "INSERT INTO application_session_ctx"
+            " (client_id, last_updated_time, publish_msg_infos, pubrel_msg_infos)"
+            " VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (client_id) DO UPDATE SET last_updated_time = excluded.last_updated_time,"
+            " publish_msg_infos = excluded.publish_msg_infos,"
+            " pubrel_msg_infos = excluded.pubrel_msg_infos");
+        if (!stmt) {
+            return stmt.error();
+        }
+        const std::string publish = encode_offsets(ctx.publish_offsets);
+        const std::string pubrel = encode_offsets(ctx.pubrel_offsets);
+        const std::int64_t updated =
+            ctx.last_updated_ms != 0 ? ctx.last_updated_ms : clock_.epoch_ms();
+        return stmt->bind(1, ctx.client_id).bind(2, updated).bind(3, publish).bind(4, pubrel).run();
+    });
+}
+
+void sqlite_metadata_store::load_application_context(
+    std::string client_id, callback<std::optional<application_session_context>> done) {
+    submit(std::move(done),
+           [id = std::move(client_id)](
+               sqlite_db& db) -> result<std::optional<application_session_context>> {
+               auto stmt = db.prepare(
+                   "SELECT last_updated_time, publish_msg_infos, pubrel_msg_infos"
+                   " FROM application_session_ctx WHERE client_id = ?");
+               if (!stmt) {
+                   return stmt.error();
+               }
+               auto row = stmt->bind(1, id).step();
+               if (!row) {
+                   return row.error();
+               }
+               if (!*row) {
+                   return std::optional<application_session_context>();
+               }
+               auto publish = decode_offsets(stmt->column_text(1));
+               auto pubrel = decode_offsets(stmt->column_text(2));
+               if (!publish || !pubrel) {
+                   return make_error_code(store_errc::corrupt_record);
+               }
+               return std::optional<application_session_context>(application_session_context{
+                   .client_id = id,
+                   .last_updated_ms = stmt->column_int64(0),
+                   .publish_offsets = std::move(*publish),
+                   .pubrel_offsets = std::move(*pubrel),
+               });
+           });
+}
+
+void sqlite_metadata_store::delete_application_context(std::string client_id, done_callback done) {
+    submit(std::move(done), [id = std::move(client_id)](sqlite_db& db) -> status {
+        auto stmt = db.prepare("DELETE FROM application_session_ctx WHERE client_id = ?");
+        if (!stmt) {
+            return stmt.error();
+        }
+        return stmt->bind(1, id).run();
+    });
+}
+
+// --- unauthorized-client log -----------------------------------------------------------------
+
+void sqlite_metadata_store::record_unauthorized(unauthorized_client entry, done_callback done) {
+    submit(std::move(done), [this, e = std::move(entry)](sqlite_db& db) -> status {
+        if (e.client_id.empty()) {
+            return make_error_code(store_errc::invalid_argument);
+        }
+        const std::int64_t now = clock_.epoch_ms();
+        auto tx = sqlite_transaction::begin(db);
+        if (!tx) {
+            return tx.error();
+        }
+        // Expiring here, on the write path, bounds the table without a timer: an indexed range
+        // delete that finds nothing costs one index probe.
+        auto expire = db.prepare("DELETE FROM unauthorized_client WHERE ts <= ?");
+        if (!expire) {
+            return expire.error();
+        }
+        if (auto st = expire->bind(1, now - options_.unauthorized_ttl_ms).run(); !st) {
+            return st;
+        }
+        auto stmt = db.prepare(
+            "INSERT INTO unauthorized_client (client_id, ip_address, ts, username,"
+            " password_provided, tls_used, reason) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (client_id) DO UPDATE SET ip_address = excluded.ip_address,"
+            " ts = excluded.ts, username = excluded.username,"
+            " password_provided = excluded.password_provided, tls_used = excluded.tls_used,"
+            " reason = excluded.reason");
+        if (!stmt) {
+            return stmt.error();
+        }
+        stmt->bind(1, e.client_id)
+            .bind(2, e.ip_address)
+            .bind(3, e.ts_ms != 0 ? e.ts_ms : now)
+            .bind(4, e.username)
+            .bind(5, std::int64_t{e.password_provided})
+            .bind(6, std::int64_t{e.tls_used})
+            .bind(7, e.reason);
+        if (auto st = stmt->run(); !st) {
+            return st;
+        }
+        return tx->commit();
+    });
+}
+
+void sqlite_metadata_store::list_unauthorized(std::size_t limit,
+                                              callback<std::vector<unauthorized_client>> done) {
+    submit(std::move(done),
+           [this, limit](sqlite_db& db) -> result<std::vector<unauthorized_client>> {
+               auto stmt = db.prepare(
+                   "SELECT client_id, ip_address, ts, username, password_provided, tls_used,"
+                   " reason FROM unauthorized_client WHERE ts > ?"
+                   " ORDER BY ts DESC, client_id LIMIT ?");
+               if (!stmt) {
+                   return stmt.error();
+               }
+               stmt->bind(1, clock_.epoch_ms() - options_.unauthorized_ttl_ms)
+                   .bind(2, to_sql_limit(limit));
+               std::vector<unauthorized_client> rows;
+               for (;;) {
+                   auto row = stmt->step();
+                   if (!row) {
+                       return row.error();
+                   }
+                   if (!*row) {
+                       return rows;
+                   }
+                   rows.push_back(unauthorized_client{
+                       .client_id = stmt->column_text(0),
+                       .ip_address = stmt->column_text(1),
+                       .ts_ms = stmt->column_int64(2),
+                       .username = stmt->column_text(3),
+                       .password_provided = stmt->column_int64(4) != 0,
+                       .tls_used = stmt->column_int64(5) != 0,
+                       .reason = stmt->column_text(6),
+                   });
+               }
+           });
+}
+
+// --- admin_settings --------------------------------------------------------------------------
+
+void sqlite_metadata_store::put_setting(std::string key, std::string json_value,
+                                        done_callback done) {
+    submit(
+        std::move(done),
+        [this, key = std::move(key), value = std::move(json_value)](sqlite_db& db) -> status {
+            if (key.empty() || !json::accept(value)) {
+                return make_error_code(store_errc::invalid_argument);
+            }
+            auto stmt = db.prepare(
+                "INSERT INTO admin_settings (id, created_time, key, json_value)"
+                " VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (key) DO UPDATE SET json_value = excluded.json_value");
+            if (!stmt) {
+                return stmt.error();
+            }
+            const std::string id = new_uuid();
+            return stmt->bind(1, id).bind(2, clock_.epoch_ms()).bind(3, key).bind(4, value).run();
+        });
+}
+
+void sqlite_metadata_store::get_setting(std::string key,
+                                        callback<std::optional<std::string>> done) {
+    submit(std::move(done),
+           [key = std::move(key)](sqlite_db& db) -> result<std::optional<std::string>> {
+               auto stmt = db.prepare("SELECT json_value FROM admin_settings WHERE key = ?");
+               if (!stmt) {
+                   return stmt.error();
+               }
+               auto row = stmt->bind(1, key).step();
+               if (!row) {
+                   return row.error();
+               }
+               if (!*row) {
+                   return std::optional<std::string>();
+               }
+               return std::optional<std::string>(stmt->column_text(0));
+           });
+}
+
+}  // namespace starling::adapters::embedded

@@ -1,0 +1,227 @@
+#include "app/daemon.h"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <thread>
+
+#include "adapters/embedded/device_inbox.h"
+#include "adapters/embedded/message_log.h"
+#include "adapters/embedded/sqlite_metadata_store.h"
+#include "broker/mqtt_connection.h"
+#include "broker/node.h"
+#include "http/actuator.h"
+#include "http/health.h"
+#include "http/server.h"
+#include "metrics/registry.h"
+#include "net/io_pool.h"
+#include "net/tcp_listener.h"
+
+namespace starling::app {
+
+namespace {
+
+broker::settings broker_settings(const config::broker_config& c) {
+    broker::settings s;
+    s.node_id = c.service.id;
+    s.topic_prefix = c.queue.kafka.kafka_prefix;
+    s.max_in_flight = c.mqtt.max_in_flight_msgs;
+    s.max_packet_size = c.listener.tcp.netty.max_payload_size;
+    s.max_keep_alive = static_cast<std::uint16_t>(
+        std::min<std::int64_t>(c.mqtt.keep_alive.max_keep_alive.count(), 65535));
+    s.topic_alias_max = c.mqtt.topic.alias_max;
+    s.min_topic_length_for_alias = c.mqtt.topic.min_length_for_alias_replacement;
+    s.max_topic_segments = c.mqtt.topic.max_segments_count;
+    s.allow_root_multi_level_wildcard = c.mqtt.subscription.allow_root_multi_level_wildcard;
+    s.retain_available = c.mqtt.retain_available;
+    s.max_qos = c.mqtt.max_qos;
+    s.max_session_expiry =
+        static_cast<std::uint32_t>(c.mqtt.client_session_expiry.max_expiry_interval.count());
+    s.max_client_id_length_v31 = c.mqtt.version_3_1.max_client_id_length;
+    s.response_information = c.mqtt.response_info;
+    s.persisted_messages_limit = c.mqtt.persistent_session.device.persisted_messages.limit;
+    s.persisted_messages_ttl = static_cast<std::uint32_t>(
+        c.mqtt.persistent_session.device.persisted_messages.ttl.count());
+    s.mailbox_capacity = c.actors.client.mailbox_capacity;
+    s.throughput = c.actors.system.throughput;
+    s.msg_all_partitions = static_cast<std::int32_t>(c.queue.kafka.msg_all.partitions);
+    s.msg_all_retention_ms = c.queue.kafka.msg_all.retention.count();
+    s.msg_all_consumers = static_cast<std::int32_t>(c.queue.msg_all.consumers_count);
+    s.poll_interval = c.queue.msg_all.poll_interval;
+    return s;
+}
+
+adapters::embedded::fsync_policy to_adapter(config::fsync_policy p) {
+    switch (p) {
+        case config::fsync_policy::none:
+            return adapters::embedded::fsync_policy::none;
+        case config::fsync_policy::always:
+            return adapters::embedded::fsync_policy::always;
+        case config::fsync_policy::interval:
+            break;
+    }
+    return adapters::embedded::fsync_policy::interval;
+}
+
+// Written once the listeners are open, atomically (rename), so tools and tests that started the
+// daemon with port 0 learn the ports and know it is ready.
+void write_listeners_file(const std::filesystem::path& data_dir, std::uint16_t mqtt_port,
+                          std::uint16_t http_port) {
+    auto tmp = data_dir / "listeners.json.tmp";
+    {
+        std::ofstream out(tmp, std::ios::trunc);
+        out << "{\"mqtt_tcp\": " << mqtt_port << ", \"http\": " << http_port << "}\n";
+    }
+    std::filesystem::rename(tmp, data_dir / "listeners.json");
+}
+
+http::component_health health_of(bool healthy) {
+    http::component_health h;
+    h.status = healthy ? http::health_status::up : http::health_status::down;
+    return h;
+}
+
+}  // namespace
+
+struct daemon::parts {
+    metrics::registry metrics;
+    http::health_registry health;
+    std::unique_ptr<adapters::embedded::embedded_message_log> log;
+    std::unique_ptr<adapters::embedded::embedded_device_inbox> inbox;
+    std::unique_ptr<adapters::embedded::sqlite_metadata_store> metadata;
+    std::unique_ptr<broker::node> node;
+    std::unique_ptr<net::io_pool> io;
+    std::unique_ptr<net::tcp_listener> mqtt_tcp;
+    std::unique_ptr<http::server> http;
+};
+
+daemon::daemon(config::broker_config cfg) : cfg_(std::move(cfg)), parts_(std::make_unique<parts>()) {}
+
+daemon::~daemon() = default;
+
+void daemon::start() {
+    auto& p = *parts_;
+    const auto& data_dir = cfg_.starling.data_dir;
+    std::filesystem::create_directories(data_dir);
+    std::filesystem::remove(data_dir / "listeners.json");
+
+    if (cfg_.starling.mode == config::run_mode::cluster) {
+        throw std::runtime_error(
+            "starling.mode: \"cluster\" needs the Kafka adapter, which this build does not have "
+            "yet; use \"embedded\"");
+    }
+    spdlog::info("starting node {} in embedded mode, data in {}", cfg_.service.id,
+                 data_dir.string());
+
+    // Ports: embedded adapters under data_dir.
+    adapters::embedded::embedded_log_config log_cfg;
+    log_cfg.data_dir = data_dir / "log";
+    log_cfg.fsync = to_adapter(cfg_.queue.embedded.fsync);
+    log_cfg.fsync_interval = cfg_.queue.embedded.fsync_interval;
+    log_cfg.segment_bytes = cfg_.queue.embedded.segment_bytes;
+    auto log = adapters::embedded::embedded_message_log::open(log_cfg);
+    if (!log) {
+        throw std::runtime_error("embedded message log in " + log_cfg.data_dir.string() + ": " +
+                                 log.error().message());
+    }
+    p.log = std::move(log.value());
+
+    adapters::embedded::embedded_device_inbox::options inbox_opts;
+    inbox_opts.data_dir = data_dir;
+    inbox_opts.settings.max_messages = cfg_.mqtt.persistent_session.device.persisted_messages.limit;
+    inbox_opts.settings.default_ttl_ms =
+        cfg_.mqtt.persistent_session.device.persisted_messages.ttl.count() * 1000;
+    auto inbox = adapters::embedded::embedded_device_inbox::open(inbox_opts,
+                                                                 system_clock::instance());
+    if (!inbox) {
+        throw std::runtime_error("embedded device inbox: " + inbox.error().message());
+    }
+    p.inbox = std::move(inbox.value());
+
+    adapters::embedded::sqlite_metadata_store::options meta_opts;
+    meta_opts.data_dir = data_dir;
+    auto metadata =
+        adapters::embedded::sqlite_metadata_store::open(meta_opts, system_clock::instance());
+    if (!metadata) {
+        throw std::runtime_error("metadata store: " + metadata.error().message());
+    }
+    p.metadata = std::move(metadata.value());
+
+    p.health.add("messageLog", [log = p.log.get()] { return health_of(log->healthy()); });
+    p.health.add("deviceInbox", [inbox = p.inbox.get()] { return health_of(inbox->healthy()); });
+    p.health.add("metadataStore",
+                 [metadata = p.metadata.get()] { return health_of(metadata->healthy()); });
+
+    // The broker: loads its state from the log before any listener opens.
+    p.node = std::make_unique<broker::node>(broker_settings(cfg_), *p.log, *p.inbox, *p.metadata,
+                                            p.metrics, cfg_.actors.client.dispatcher_pool_size);
+    p.node->start();
+
+    // HTTP and MQTT listeners on one I/O pool.
+    p.io = std::make_unique<net::io_pool>(cfg_.listener.io_threads);
+    p.io->start();
+    http::router routes;
+    http::add_actuator_routes(routes, p.health, p.metrics);
+    p.http = std::make_unique<http::server>(p.io->context(), std::move(routes));
+    if (auto st = p.http->start(cfg_.server.address, cfg_.server.port); !st) {
+        throw std::runtime_error("server.port: cannot listen on " + cfg_.server.address + ":" +
+                                 std::to_string(cfg_.server.port) + ": " + st.error().message());
+    }
+
+    std::uint16_t mqtt_port = 0;
+    if (cfg_.listener.tcp.enabled) {
+        net::listener_options opts;
+        opts.bind_address = cfg_.listener.tcp.bind_address;
+        opts.port = cfg_.listener.tcp.bind_port;
+        opts.so_receive_buffer = cfg_.listener.so_receive_buffer;
+        opts.write_buffer_high_water_mark = cfg_.listener.write_buffer_high_water_mark;
+        opts.write_buffer_low_water_mark = cfg_.listener.write_buffer_low_water_mark;
+        p.mqtt_tcp = std::make_unique<net::tcp_listener>(p.io->context(), opts);
+        auto& core = p.node->core();
+        auto st = p.mqtt_tcp->start([&core](std::shared_ptr<net::connection> conn) {
+            auto handler = std::make_shared<broker::mqtt_connection>(core, conn);
+            conn->start(handler);
+        });
+        if (!st) {
+            throw std::runtime_error("listener.tcp.bind_port: cannot listen on " +
+                                     opts.bind_address + ":" + std::to_string(opts.port) + ": " +
+                                     st.error().message());
+        }
+        mqtt_port = p.mqtt_tcp->local_port();
+        spdlog::info("MQTT listener on {}:{}", opts.bind_address, mqtt_port);
+    }
+    spdlog::info("HTTP on {}:{}", cfg_.server.address, p.http->local_port());
+    p.health.set_lifecycle(http::lifecycle::running);
+    write_listeners_file(data_dir, mqtt_port, p.http->local_port());
+}
+
+void daemon::stop() {
+    auto& p = *parts_;
+    p.health.set_lifecycle(http::lifecycle::stopping);
+    if (p.mqtt_tcp) {
+        p.mqtt_tcp->stop();  // no new connections
+    }
+    if (p.node) {
+        p.node->stop(cfg_.starling.shutdown_timeout);
+    }
+    if (p.http) {
+        p.http->stop();
+    }
+    if (p.io) {
+        p.io->stop();
+    }
+    p.node.reset();
+    if (p.log) {
+        p.log->stop();
+    }
+    if (p.inbox) {
+        p.inbox->stop();
+    }
+    if (p.metadata) {
+        p.metadata->stop();
+    }
+}
+
+}  // namespace starling::app

@@ -1,0 +1,31 @@
+#pragma once
+
+// app::daemon: one running Starling node. Builds the adapters chosen by `starling.mode`, the
+// broker node over them, the MQTT listeners and the HTTP server, starts them in dependency
+// order and stops them in reverse (SIGTERM drains: listeners stop accepting, v5 clients get
+// DISCONNECT 0x8B, the log is flushed, stores are closed).
+//
+// Lifecycle: construct → start() → stop(); used from main's thread only.
+
+#include <memory>
+
+#include "config/broker_config.h"
+
+namespace starling::app {
+
+class daemon {
+public:
+    explicit daemon(config::broker_config cfg);
+    ~daemon();
+
+    // Throws std::runtime_error naming what could not start.
+    void start();
+    void stop();
+
+private:
+    struct parts;
+    config::broker_config cfg_;
+    std::unique_ptr<parts> parts_;
+};
+
+}  // namespace starling::app

@@ -1,0 +1,144 @@
+#include "broker/broker_core.h"
+
+#include <spdlog/spdlog.h>
+
+#include "broker/client_actor.h"
+#include "proto/starling.pb.h"
+
+namespace starling::broker {
+
+broker_core::broker_core(settings cfg, message_log& log, device_inbox& inbox,
+                         metadata_store& metadata, actor::dispatcher& dispatcher,
+                         actor::timer_service& timers, metrics::broker_probe& probe,
+                         metrics::log_probe& log_probe, const starling::clock& clock)
+    : cfg_(std::move(cfg)),
+      log_(log),
+      inbox_(inbox),
+      metadata_(metadata),
+      dispatcher_(dispatcher),
+      timers_(timers),
+      probe_(probe),
+      log_probe_(log_probe),
+      clock_(clock),
+      topics_(cfg_.topic_prefix) {}
+
+std::shared_ptr<client_actor> broker_core::actor_for(const std::string& client_id) {
+    return sessions_.get_or_create_actor(client_id, [this](const std::string& id) {
+        return std::make_shared<client_actor>(*this, id);
+    });
+}
+
+namespace {
+
+// Joins the acknowledgements of several log writes into one completion: success once all
+// succeeded, the first failure otherwise. Shared by the writes' callbacks (log threads).
+struct join_state {
+    std::atomic<int> remaining;
+    std::atomic<bool> failed{false};
+    std::error_code first_error;
+    std::mutex mutex;
+    std::function<void(status)> done;
+
+    join_state(int count, std::function<void(status)> d) : remaining(count), done(std::move(d)) {}
+
+    void complete(const std::error_code& ec) {
+        if (ec) {
+            std::lock_guard lock(mutex);
+            if (!failed.exchange(true)) {
+                first_error = ec;
+            }
+        }
+        if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+            if (failed.load()) {
+                done(first_error);
+            } else {
+                done(status{});
+            }
+        }
+    }
+};
+
+}  // namespace
+
+void broker_core::publish(message_ptr msg, std::function<void(status)> done) {
+    const auto start = std::chrono::steady_clock::now();
+    auto value = serialize(*msg);
+    const bool retain = msg->retain;
+    auto join = std::make_shared<join_state>(retain ? 2 : 1, std::move(done));
+    log_.produce(topics_.msg_all(), msg->topic, std::move(value), {},
+                 [this, join, start](result<produce_ack> r) {
+                     if (r) {
+                         log_probe_.produce_acked(std::chrono::steady_clock::now() - start);
+                         join->complete({});
+                     } else {
+                         log_probe_.produce_failed();
+                         join->complete(r.error());
+                     }
+                 });
+    if (!retain) {
+        return;
+    }
+    // Retained: an empty payload deletes the topic's retained message (a tombstone on the
+    // compacted topic). The local store changes once the log has the record, so a SUBSCRIBE
+    // after the PUBACK sees it.
+    const bool erase = msg->payload.empty();
+    std::string retained_value;
+    if (!erase) {
+        proto::retained_msg rm;
+        to_proto(*msg, *rm.mutable_msg());
+        retained_value = rm.SerializeAsString();
+    }
+    log_.produce(topics_.msg_retained(), msg->topic, std::move(retained_value), {},
+                 [this, join, msg, erase](result<produce_ack> r) {
+                     if (r) {
+                         if (erase) {
+                             retained_.erase(msg->topic);
+                         } else {
+                             retained_.put(msg->topic, msg);
+                         }
+                         probe_.retained(static_cast<std::int64_t>(retained_.size()));
+                         join->complete({});
+                     } else {
+                         join->complete(r.error());
+                     }
+                 });
+}
+
+void broker_core::write_session(const session_record& record, std::function<void(status)> done) {
+    proto::client_session s;
+    s.set_client_id(record.client_id);
+    s.set_node_id(record.node_id);
+    s.set_connected(record.connected);
+    s.set_persistent(record.persistent);
+    s.set_session_expiry_interval(record.session_expiry_interval);
+    s.set_connected_at_ms(record.connected_at_ms);
+    s.set_disconnected_at_ms(record.disconnected_at_ms);
+    s.set_client_type("DEVICE");
+    log_.produce(topics_.client_session(), record.client_id, s.SerializeAsString(), {},
+                 [done = std::move(done)](result<produce_ack> r) {
+                     done(r ? status{} : status{r.error()});
+                 });
+}
+
+void broker_core::delete_session(const std::string& client_id, std::function<void(status)> done) {
+    log_.produce(topics_.client_session(), client_id, std::string(), {},
+                 [done = std::move(done)](result<produce_ack> r) {
+                     done(r ? status{} : status{r.error()});
+                 });
+}
+
+void broker_core::write_subscriptions(const std::string& client_id, std::string serialized_set,
+                                      std::function<void(status)> done) {
+    log_.produce(topics_.client_subscriptions(), client_id, std::move(serialized_set), {},
+                 [done = std::move(done)](result<produce_ack> r) {
+                     done(r ? status{} : status{r.error()});
+                 });
+}
+
+void broker_core::refresh_gauges() {
+    probe_.sessions(static_cast<std::int64_t>(sessions_.session_count()));
+    probe_.subscriptions(static_cast<std::int64_t>(trie_.subscription_count()));
+    probe_.retained(static_cast<std::int64_t>(retained_.size()));
+}
+
+}  // namespace starling::broker

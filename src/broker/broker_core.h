@@ -1,0 +1,102 @@
+#pragma once
+
+// broker_core: the services every client actor and router thread shares on one node — the
+// ports (message log, device inbox, metadata store), the subscription trie, retained messages,
+// the session registry, timers, the client dispatcher and the metrics probe — plus the few
+// operations that several of them perform the same way (publishing an application message,
+// writing a session or subscription record).
+//
+// Lifecycle: built by broker::node (src/broker/node.h) after the ports, destroyed after every
+// actor and consumer thread stopped. Concurrency: every method may be called from any thread.
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "actor/dispatcher.h"
+#include "actor/timer_service.h"
+#include "base/result.h"
+#include "broker/message.h"
+#include "broker/retained_store.h"
+#include "broker/session_registry.h"
+#include "broker/settings.h"
+#include "broker/topics.h"
+#include "metrics/broker_probe.h"
+#include "metrics/log_probe.h"
+#include "routing/subscription_trie.h"
+#include "starling/clock.h"
+#include "starling/device_inbox.h"
+#include "starling/message_log.h"
+#include "starling/metadata_store.h"
+
+namespace starling::proto {
+class client_subscriptions;
+}
+
+namespace starling::broker {
+
+class client_actor;
+
+class broker_core {
+public:
+    broker_core(settings cfg, message_log& log, device_inbox& inbox, metadata_store& metadata,
+                actor::dispatcher& dispatcher, actor::timer_service& timers,
+                metrics::broker_probe& probe, metrics::log_probe& log_probe,
+                const starling::clock& clock);
+
+    const settings& cfg() const { return cfg_; }
+    message_log& log() { return log_; }
+    device_inbox& inbox() { return inbox_; }
+    metadata_store& metadata() { return metadata_; }
+    actor::dispatcher& dispatcher() { return dispatcher_; }
+    actor::timer_service& timers() { return timers_; }
+    metrics::broker_probe& probe() { return probe_; }
+    metrics::log_probe& log_probe() { return log_probe_; }
+    const starling::clock& clock() const { return clock_; }
+    routing::subscription_trie& trie() { return trie_; }
+    retained_store& retained() { return retained_; }
+    session_registry& sessions() { return sessions_; }
+    const topic_names& topics() const { return topics_; }
+    std::int64_t now_ms() const { return clock_.epoch_ms(); }
+
+    // The live actor of a client, created when absent.
+    std::shared_ptr<client_actor> actor_for(const std::string& client_id);
+
+    // Produces an application message to msg.all (and, when it carries the retain flag, updates
+    // msg.retained and the local retained store). `done` runs once every write it needed was
+    // acknowledged by the log, or with the first failure; it runs on a log thread.
+    void publish(message_ptr msg, std::function<void(status)> done);
+
+    // Writes the client's session record to client.session (empty value = tombstone).
+    void write_session(const session_record& record, std::function<void(status)> done);
+    void delete_session(const std::string& client_id, std::function<void(status)> done);
+    // Writes the client's whole subscription set to client.subscriptions.
+    void write_subscriptions(const std::string& client_id, std::string serialized_set,
+                             std::function<void(status)> done);
+
+    // Refreshes the gauges derived from shared structures (called by the metrics scrape).
+    void refresh_gauges();
+
+    // True once stop has begun: new connections are refused.
+    bool stopping() const { return stopping_.load(std::memory_order_acquire); }
+    void set_stopping() { stopping_.store(true, std::memory_order_release); }
+
+private:
+    settings cfg_;
+    message_log& log_;
+    device_inbox& inbox_;
+    metadata_store& metadata_;
+    actor::dispatcher& dispatcher_;
+    actor::timer_service& timers_;
+    metrics::broker_probe& probe_;
+    metrics::log_probe& log_probe_;
+    const starling::clock& clock_;
+    topic_names topics_;
+    routing::subscription_trie trie_;
+    retained_store retained_;
+    session_registry sessions_;
+    std::atomic<bool> stopping_{false};
+};
+
+}  // namespace starling::broker

@@ -1,0 +1,1329 @@
+#include "broker/client_actor.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "broker/broker_core.h"
+#include "mqtt/encoder.h"
+#include "mqtt/topic.h"
+#include "proto/starling.pb.h"
+
+namespace starling::broker {
+
+namespace {
+
+constexpr std::uint32_t session_never_expires = 0xFFFFFFFF;
+constexpr std::size_t pre_connack_limit = 1000;
+
+std::string subscription_key(std::string_view group, std::string_view filter) {
+    std::string key;
+    key.reserve(group.size() + filter.size() + 1);
+    key.append(group);
+    key.push_back('\0');
+    key.append(filter);
+    return key;
+}
+
+std::string_view version_name(mqtt::protocol_version v) {
+    switch (v) {
+        case mqtt::protocol_version::v3_1:
+            return "3.1";
+        case mqtt::protocol_version::v3_1_1:
+            return "3.1.1";
+        case mqtt::protocol_version::v5:
+            return "5.0";
+    }
+    return "?";
+}
+
+std::size_t topic_levels(std::string_view topic) {
+    return static_cast<std::size_t>(std::count(topic.begin(), topic.end(), '/')) + 1;
+}
+
+}  // namespace
+
+// What exists only while a network connection is attached.
+struct client_actor::connection_state {
+    std::shared_ptr<client_channel> channel;
+    std::uint64_t id = 0;
+    mqtt::protocol_version version = mqtt::protocol_version::v5;
+    bool connack_sent = false;
+    std::uint16_t keep_alive = 0;  // effective, seconds
+    std::chrono::steady_clock::time_point last_activity{};
+    actor::timer_handle keep_alive_timer;
+    std::uint16_t client_receive_max = 65535;
+    std::uint32_t client_max_packet = 0;  // 0: no limit
+    std::uint16_t client_alias_max = 0;
+    std::unordered_map<std::uint16_t, std::string> inbound_aliases;
+    std::unordered_map<std::string, std::uint16_t> outbound_aliases;
+    std::uint16_t next_outbound_alias = 1;
+    std::optional<mqtt::will_message> will;
+    bool will_suppressed = false;  // DISCONNECT 0x00 received
+    bool wants_response_information = false;
+    bool closing = false;
+    std::string encode_buffer;
+
+    bool v5() const { return version == mqtt::protocol_version::v5; }
+};
+
+client_actor::client_actor(broker_core& core, std::string client_id)
+    : core_(core), client_id_(std::move(client_id)) {
+    mailbox_ = actor::mailbox<client_message>::create(
+        core_.dispatcher(), [this](client_message&& m) { handle(std::move(m)); },
+        actor::mailbox_options{.capacity = core_.cfg().mailbox_capacity,
+                               .throughput = static_cast<std::uint32_t>(core_.cfg().throughput)});
+}
+
+client_actor::~client_actor() = default;
+
+bool client_actor::tell(client_message&& m) { return mailbox_->tell(std::move(m)); }
+
+bool client_actor::tell_control(client_message&& m) {
+    return mailbox_->tell_control(std::move(m));
+}
+
+std::size_t client_actor::mailbox_depth() const { return mailbox_->depth(); }
+
+void client_actor::post(std::function<void(client_actor&)> fn) {
+    // The mailbox handler captures `this`; keep the actor alive until the call ran.
+    auto self = shared_from_this();
+    mailbox_->tell_control(client_msg::call{
+        [self, fn = std::move(fn)](client_actor& a) mutable { fn(a); }});
+}
+
+void client_actor::handle(client_message&& m) {
+    std::visit(
+        [this](auto&& msg) {
+            using T = std::decay_t<decltype(msg)>;
+            if constexpr (std::is_same_v<T, client_msg::connect>) {
+                on_connect(std::move(msg));
+            } else if constexpr (std::is_same_v<T, client_msg::packet>) {
+                if (conn_ && conn_->id == msg.channel_id && !conn_->closing) {
+                    conn_->last_activity = core_.clock().steady_now();
+                    if (!conn_->connack_sent) {
+                        if (pre_connack_.size() >= pre_connack_limit) {
+                            disconnect_with(mqtt::reason_code::receive_maximum_exceeded,
+                                            "too many packets before CONNACK");
+                            return;
+                        }
+                        pre_connack_.push_back(std::move(msg.packet));
+                        return;
+                    }
+                    on_packet(std::move(msg.packet));
+                }
+            } else if constexpr (std::is_same_v<T, client_msg::closed>) {
+                on_closed(std::move(msg));
+            } else if constexpr (std::is_same_v<T, client_msg::writability>) {
+                on_writability(msg);
+            } else if constexpr (std::is_same_v<T, client_msg::deliver>) {
+                on_deliver(std::move(msg.delivery));
+            } else if constexpr (std::is_same_v<T, client_msg::inbox_signal>) {
+                inbox_dirty_ = true;
+                pump_inbox();
+            } else if constexpr (std::is_same_v<T, client_msg::shutdown>) {
+                on_shutdown(std::move(msg));
+            } else if constexpr (std::is_same_v<T, client_msg::call>) {
+                msg.fn(*this);
+            }
+        },
+        std::move(m));
+    // TCP backpressure: the connection stopped reading when the mailbox was full; let it read
+    // again once the mailbox drained below half.
+    if (conn_ && conn_->channel->reading_paused() &&
+        mailbox_->depth() < mailbox_->capacity() / 2) {
+        conn_->channel->resume_reading();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// CONNECT
+
+void client_actor::on_connect(client_msg::connect&& m) {
+    if (stopped_) {
+        // This actor ended its session after the connection looked it up: hand the CONNECT to
+        // the actor that now owns the client id.
+        auto next = core_.actor_for(client_id_);
+        if (next.get() != this) {
+            next->tell_control(std::move(m));
+        } else {
+            m.channel->close();
+        }
+        return;
+    }
+    const mqtt::connect& p = m.packet;
+    const bool v5 = p.protocol_version == mqtt::protocol_version::v5;
+
+    // Takeover: the old connection gets DISCONNECT 0x8E and its will is published unless the
+    // session continues and a will delay applies (the new connection cancels it).
+    if (conn_) {
+        auto old = std::move(conn_);
+        conn_ = nullptr;
+        if (old->v5() && old->connack_sent) {
+            old->encode_buffer.clear();
+            mqtt::encode(mqtt::disconnect{mqtt::reason_code::session_taken_over, {}},
+                         old->version, old->encode_buffer);
+            old->channel->send(std::move(old->encode_buffer));
+        }
+        old->channel->close();
+        core_.timers().cancel(old->keep_alive_timer);
+        if (old->will && !old->will_suppressed) {
+            std::uint32_t delay = old->will->properties.will_delay_interval.value_or(0);
+            if (p.clean_start || delay == 0) {
+                publish_will(*old->will);
+            }
+        }
+        if (old->connack_sent) {
+            core_.probe().client_disconnected();
+        }
+        spdlog::info("client disconnected: id={} address={} version={} reason=session taken over",
+                     client_id_, old->channel->remote_address(), version_name(old->version));
+        connected_.store(false, std::memory_order_release);
+    }
+    // A reconnect within the will delay cancels the pending will.
+    if (will_timer_) {
+        core_.timers().cancel(will_timer_);
+        will_timer_ = {};
+        pending_will_.reset();
+    }
+    if (expiry_timer_) {
+        core_.timers().cancel(expiry_timer_);
+        expiry_timer_ = {};
+    }
+    ++expiry_generation_;
+
+    auto c = std::make_unique<connection_state>();
+    c->channel = std::move(m.channel);
+    c->id = c->channel->id();
+    c->version = p.protocol_version;
+    c->last_activity = core_.clock().steady_now();
+    c->keep_alive = p.keep_alive;
+    c->will = p.will;
+    if (v5) {
+        c->client_receive_max = p.properties.receive_maximum.value_or(65535);
+        c->client_max_packet = p.properties.maximum_packet_size.value_or(0);
+        c->client_alias_max = p.properties.topic_alias_maximum.value_or(0);
+        c->wants_response_information =
+            p.properties.request_response_information.value_or(0) == 1;
+    }
+    conn_ = std::move(c);
+    writable_.store(true, std::memory_order_release);
+    pre_connack_.clear();
+
+    // Enhanced authentication is not configured: a CONNECT asking for it is refused.
+    if (v5 && p.properties.authentication_method) {
+        mqtt::connack ack;
+        ack.reason_code = mqtt::reason_code::bad_authentication_method;
+        send_packet(ack);
+        spdlog::info("client refused: id={} address={} version={} reason=bad authentication method",
+                     client_id_, conn_->channel->remote_address(), version_name(conn_->version));
+        conn_->channel->close();
+        conn_.reset();
+        if (!session_exists_) {
+            stop_actor();
+        }
+        return;
+    }
+
+    // Session: persistent when v3 clean_session=0, or v5 with a session expiry interval > 0
+    // (clean_start only decides whether an existing session is resumed).
+    std::uint32_t expiry = 0;
+    if (v5) {
+        expiry = p.properties.session_expiry_interval.value_or(0);
+        if (expiry != session_never_expires && expiry > core_.cfg().max_session_expiry) {
+            expiry = core_.cfg().max_session_expiry;
+        }
+    } else {
+        expiry = p.clean_start ? 0 : session_never_expires;
+    }
+    const bool resumed = !p.clean_start && session_exists_ && persistent_;
+    if (!resumed) {
+        clear_session_state();
+    } else {
+        // Messages sent on the previous connection and still unacknowledged go again with DUP.
+        for (const auto& [id, entry] : inflight_) {
+            if (entry.from_inbox) {
+                sent_before_.insert(id);
+            }
+        }
+        inflight_.clear();
+        queued_.clear();
+    }
+    persistent_ = expiry != 0;
+    session_expiry_ = expiry;
+    session_exists_ = true;
+
+    const std::uint64_t channel_id = conn_->id;
+    const bool id_assigned = m.id_assigned;
+    write_session_record(true, bind_status([channel_id, resumed, id_assigned](
+                                               client_actor& a, status st) {
+        if (!a.conn_ || a.conn_->id != channel_id) {
+            return;
+        }
+        if (!st) {
+            spdlog::warn("client {}: session record not written ({}); refusing CONNECT",
+                         a.client_id_, st.error().message());
+            mqtt::connack ack;
+            ack.reason_code = mqtt::reason_code::server_unavailable;
+            a.send_packet(ack);
+            a.conn_->channel->close();
+            a.conn_.reset();
+            return;
+        }
+        a.complete_connect(channel_id, resumed, id_assigned);
+    }));
+}
+
+void client_actor::complete_connect(std::uint64_t channel_id, bool session_present,
+                                    bool id_assigned) {
+    const auto& cfg = core_.cfg();
+    connection_state& c = *conn_;
+    mqtt::connack ack;
+    ack.session_present = session_present;
+    if (c.v5()) {
+        auto& props = ack.properties;
+        props.receive_maximum = cfg.max_in_flight;
+        if (cfg.max_qos < 2) {
+            props.maximum_qos = cfg.max_qos;
+        }
+        if (!cfg.retain_available) {
+            props.retain_available = 0;
+        }
+        props.maximum_packet_size = cfg.max_packet_size;
+        props.topic_alias_maximum = cfg.topic_alias_max;
+        if (id_assigned) {
+            props.assigned_client_identifier = client_id_;
+        }
+        if (c.keep_alive == 0 || c.keep_alive > cfg.max_keep_alive) {
+            // Server Keep Alive: the client must use this value instead of its own.
+            c.keep_alive = cfg.max_keep_alive;
+            props.server_keep_alive = cfg.max_keep_alive;
+        }
+        if (session_expiry_ != 0 && session_expiry_ != session_never_expires &&
+            session_expiry_ == cfg.max_session_expiry) {
+            props.session_expiry_interval = session_expiry_;
+        }
+        if (c.wants_response_information && !cfg.response_information.empty()) {
+            props.response_information = cfg.response_information;
+        }
+    }
+    send_packet(ack);
+    c.connack_sent = true;
+    connected_.store(true, std::memory_order_release);
+    core_.probe().client_connected();
+    spdlog::info("client connected: id={} address={} version={} clean_start={} keep_alive={}",
+                 client_id_, c.channel->remote_address(), version_name(c.version),
+                 !session_present, c.keep_alive);
+    core_.sessions().put_session(session_record{.client_id = client_id_,
+                                                .persistent = persistent_,
+                                                .connected = true,
+                                                .session_expiry_interval = session_expiry_,
+                                                .connected_at_ms = core_.now_ms(),
+                                                .node_id = core_.cfg().node_id});
+    arm_keep_alive();
+
+    if (persistent_) {
+        if (session_present) {
+            core_.metadata().load_session_context(
+                client_id_,
+                [self = shared_from_this(), channel_id](result<std::optional<session_context>> r) {
+                    self->post([channel_id, r = std::move(r)](client_actor& a) {
+                        if (!r || !r.value() || !a.conn_ || a.conn_->id != channel_id) {
+                            return;
+                        }
+                        for (auto id : r.value()->qos2_packet_ids) {
+                            a.inbound_qos2_.insert(id);
+                        }
+                    });
+                });
+        }
+        inbox_dirty_ = true;
+        pump_inbox();
+    }
+    auto early = std::move(pre_connack_);
+    pre_connack_.clear();
+    for (auto& packet : early) {
+        if (!conn_ || conn_->id != channel_id) {
+            break;
+        }
+        on_packet(std::move(packet));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Packets of a connected client
+
+void client_actor::on_packet(mqtt::packet&& p) {
+    std::visit(
+        [this](auto&& packet) {
+            using T = std::decay_t<decltype(packet)>;
+            if constexpr (std::is_same_v<T, mqtt::publish>) {
+                on_publish(std::move(packet));
+            } else if constexpr (std::is_same_v<T, mqtt::puback>) {
+                on_puback(packet.packet_id);
+            } else if constexpr (std::is_same_v<T, mqtt::pubrec>) {
+                on_pubrec(packet);
+            } else if constexpr (std::is_same_v<T, mqtt::pubrel>) {
+                on_pubrel(packet);
+            } else if constexpr (std::is_same_v<T, mqtt::pubcomp>) {
+                on_pubcomp(packet.packet_id);
+            } else if constexpr (std::is_same_v<T, mqtt::subscribe>) {
+                on_subscribe(std::move(packet));
+            } else if constexpr (std::is_same_v<T, mqtt::unsubscribe>) {
+                on_unsubscribe(std::move(packet));
+            } else if constexpr (std::is_same_v<T, mqtt::pingreq>) {
+                send_packet(mqtt::pingresp{});
+            } else if constexpr (std::is_same_v<T, mqtt::disconnect>) {
+                on_disconnect(packet);
+            } else if constexpr (std::is_same_v<T, mqtt::connect>) {
+                disconnect_with(mqtt::reason_code::protocol_error, "second CONNECT");
+            } else if constexpr (std::is_same_v<T, mqtt::auth>) {
+                // No enhanced authentication method was agreed in CONNECT, so AUTH is a
+                // protocol error (MQTT 5.0 section 4.12).
+                disconnect_with(mqtt::reason_code::protocol_error,
+                                "AUTH without an authentication method");
+            } else {
+                disconnect_with(mqtt::reason_code::protocol_error, "unexpected packet");
+            }
+        },
+        std::move(p));
+}
+
+void client_actor::on_publish(mqtt::publish&& p) {
+    const auto& cfg = core_.cfg();
+    connection_state& c = *conn_;
+    // Topic alias (client → server).
+    if (c.v5() && p.properties.topic_alias) {
+        std::uint16_t alias = *p.properties.topic_alias;
+        if (alias == 0 || alias > cfg.topic_alias_max) {
+            disconnect_with(mqtt::reason_code::topic_alias_invalid, "topic alias out of range");
+            return;
+        }
+        if (!p.topic.empty()) {
+            c.inbound_aliases[alias] = p.topic;
+        } else {
+            auto it = c.inbound_aliases.find(alias);
+            if (it == c.inbound_aliases.end()) {
+                disconnect_with(mqtt::reason_code::protocol_error, "unknown topic alias");
+                return;
+            }
+            p.topic = it->second;
+        }
+        p.properties.topic_alias.reset();
+    }
+    if (p.topic.empty()) {
+        disconnect_with(mqtt::reason_code::protocol_error, "empty topic without alias");
+        return;
+    }
+    if (static_cast<std::uint8_t>(p.qos) > cfg.max_qos) {
+        disconnect_with(mqtt::reason_code::qos_not_supported, "QoS above maximum");
+        return;
+    }
+    if (p.retain && !cfg.retain_available) {
+        disconnect_with(mqtt::reason_code::retain_not_supported, "retain not available");
+        return;
+    }
+    core_.probe().publish_received(static_cast<std::uint8_t>(p.qos));
+
+    if (p.qos != mqtt::qos::at_most_once) {
+        if (inbound_unacked_ >= cfg.max_in_flight) {
+            disconnect_with(mqtt::reason_code::receive_maximum_exceeded,
+                            "more unacknowledged QoS 1/2 PUBLISH than Receive Maximum");
+            return;
+        }
+        ++inbound_unacked_;
+    }
+    // A QoS 2 PUBLISH whose PUBREC was already sent is a retransmission: answer it again,
+    // do not publish twice.
+    if (p.qos == mqtt::qos::exactly_once && inbound_qos2_.contains(p.packet_id)) {
+        pending_acks_.push_back(pending_ack{.seq = 0,
+                                            .packet_id = p.packet_id,
+                                            .qos = p.qos,
+                                            .done = true,
+                                            .code = mqtt::reason_code::success});
+        flush_acks();
+        return;
+    }
+    if (cfg.max_topic_segments != 0 && topic_levels(p.topic) > cfg.max_topic_segments) {
+        if (p.qos == mqtt::qos::at_most_once) {
+            return;
+        }
+        pending_acks_.push_back(pending_ack{.seq = 0,
+                                            .packet_id = p.packet_id,
+                                            .qos = p.qos,
+                                            .done = true,
+                                            .code = mqtt::reason_code::topic_name_invalid});
+        flush_acks();
+        return;
+    }
+
+    auto msg = std::make_shared<const app_message>(
+        from_publish(p, client_id_, cfg.node_id, core_.now_ms()));
+    const std::uint64_t seq = next_seq_++;
+    if (p.qos != mqtt::qos::at_most_once) {
+        pending_acks_.push_back(
+            pending_ack{.seq = seq, .packet_id = p.packet_id, .qos = p.qos});
+    }
+    const std::uint64_t channel_id = c.id;
+    core_.publish(std::move(msg), bind_status([channel_id, seq](client_actor& a, status st) {
+                      a.on_publish_written(channel_id, seq, st);
+                  }));
+}
+
+void client_actor::on_publish_written(std::uint64_t channel_id, std::uint64_t seq, status st) {
+    if (!conn_ || conn_->id != channel_id) {
+        return;  // the publisher is gone; a resent PUBLISH will be acknowledged on its own
+    }
+    auto it = std::find_if(pending_acks_.begin(), pending_acks_.end(),
+                           [seq](const pending_ack& a) { return a.seq == seq; });
+    if (it == pending_acks_.end()) {
+        return;  // QoS 0
+    }
+    if (!st) {
+        spdlog::warn("client {}: PUBLISH {} not written to the log: {}", client_id_,
+                     it->packet_id, st.error().message());
+        if (!conn_->v5()) {
+            // v3 has no negative acknowledgement: never acknowledge what was not written.
+            disconnect_with(mqtt::reason_code::unspecified_error, "message log write failed");
+            return;
+        }
+        it->code = mqtt::reason_code::unspecified_error;
+    } else if (it->qos == mqtt::qos::exactly_once) {
+        inbound_qos2_.insert(it->packet_id);
+        save_inbound_qos2();
+    }
+    it->done = true;
+    flush_acks();
+}
+
+void client_actor::flush_acks() {
+    // Acknowledgements leave in packet order even when the log acknowledges out of order.
+    while (!pending_acks_.empty() && pending_acks_.front().done && conn_) {
+        pending_ack a = pending_acks_.front();
+        pending_acks_.pop_front();
+        if (a.qos == mqtt::qos::at_least_once) {
+            send_packet(mqtt::puback{a.packet_id, a.code, {}});
+            if (inbound_unacked_ > 0) {
+                --inbound_unacked_;
+            }
+        } else {
+            send_packet(mqtt::pubrec{a.packet_id, a.code, {}});
+            if (mqtt::is_error(a.code) && inbound_unacked_ > 0) {
+                --inbound_unacked_;  // no PUBREL follows a failed PUBREC
+            }
+        }
+    }
+}
+
+void client_actor::on_pubrel(const mqtt::pubrel& p) {
+    auto it = inbound_qos2_.find(p.packet_id);
+    mqtt::reason_code code = mqtt::reason_code::success;
+    if (it != inbound_qos2_.end()) {
+        inbound_qos2_.erase(it);
+        save_inbound_qos2();
+        if (inbound_unacked_ > 0) {
+            --inbound_unacked_;
+        }
+    } else {
+        code = mqtt::reason_code::packet_identifier_not_found;
+    }
+    send_packet(mqtt::pubcomp{p.packet_id, code, {}});
+}
+
+void client_actor::save_inbound_qos2() {
+    if (!persistent_) {
+        return;
+    }
+    session_context ctx;
+    ctx.client_id = client_id_;
+    ctx.last_updated_ms = core_.now_ms();
+    ctx.qos2_packet_ids.assign(inbound_qos2_.begin(), inbound_qos2_.end());
+    core_.metadata().save_session_context(std::move(ctx), [id = client_id_](status st) {
+        if (!st) {
+            spdlog::warn("client {}: QoS 2 state not saved: {}", id, st.error().message());
+        }
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Outbound acknowledgements
+
+void client_actor::on_puback(std::uint16_t packet_id) {
+    auto it = inflight_.find(packet_id);
+    if (it == inflight_.end() || it->second.st != outbound_entry::state::awaiting_puback) {
+        return;  // unknown or duplicate acknowledgement: nothing to do
+    }
+    finish_outbound(packet_id);
+}
+
+void client_actor::on_pubrec(const mqtt::pubrec& p) {
+    auto it = inflight_.find(p.packet_id);
+    if (it == inflight_.end() || it->second.st != outbound_entry::state::awaiting_pubrec) {
+        if (it == inflight_.end()) {
+            send_packet(mqtt::pubrel{p.packet_id, mqtt::reason_code::packet_identifier_not_found,
+                                     {}});
+        }
+        return;
+    }
+    if (mqtt::is_error(p.reason_code)) {
+        finish_outbound(p.packet_id);  // the receiver refused it: the exchange ends here
+        return;
+    }
+    it->second.st = outbound_entry::state::awaiting_pubcomp;
+    if (it->second.from_inbox) {
+        core_.inbox().mark_pubrel(client_id_, p.packet_id, [id = client_id_](status st) {
+            if (!st) {
+                spdlog::warn("client {}: PUBREL state not stored: {}", id, st.error().message());
+            }
+        });
+    }
+    send_packet(mqtt::pubrel{p.packet_id, mqtt::reason_code::success, {}});
+}
+
+void client_actor::on_pubcomp(std::uint16_t packet_id) {
+    auto it = inflight_.find(packet_id);
+    if (it == inflight_.end() || it->second.st != outbound_entry::state::awaiting_pubcomp) {
+        return;
+    }
+    finish_outbound(packet_id);
+}
+
+void client_actor::finish_outbound(std::uint16_t packet_id) {
+    auto it = inflight_.find(packet_id);
+    if (it == inflight_.end()) {
+        return;
+    }
+    const bool from_inbox = it->second.from_inbox;
+    inflight_.erase(it);
+    sent_before_.erase(packet_id);
+    if (from_inbox) {
+        inbox_removing_.insert(packet_id);
+        core_.inbox().remove(client_id_, packet_id,
+                             bind_status([packet_id](client_actor& a, status st) {
+                                 a.inbox_removing_.erase(packet_id);
+                                 if (!st) {
+                                     spdlog::warn("client {}: inbox remove failed: {}",
+                                                  a.client_id_, st.error().message());
+                                 }
+                                 a.pump_inbox();
+                             }));
+    }
+    pump_queued();
+    pump_inbox();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Outbound delivery
+
+std::size_t client_actor::window() const {
+    std::size_t w = core_.cfg().max_in_flight;
+    if (conn_) {
+        w = std::min<std::size_t>(w, conn_->client_receive_max);
+    }
+    return w == 0 ? 1 : w;
+}
+
+std::uint16_t client_actor::next_packet_id() {
+    // Skips ids in flight (including ids the inbox assigned).
+    for (int attempts = 0; attempts < 65536; ++attempts) {
+        last_packet_id_ = static_cast<std::uint16_t>(last_packet_id_ == 65535 ? 1 : last_packet_id_ + 1);
+        if (!inflight_.contains(last_packet_id_)) {
+            return last_packet_id_;
+        }
+    }
+    return 0;
+}
+
+void client_actor::on_deliver(delivery&& d) {
+    if (!conn_ || !conn_->connack_sent || conn_->closing) {
+        core_.probe().message_dropped(metrics::drop_reason::offline);
+        return;
+    }
+    if (d.msg->expired(core_.now_ms())) {
+        core_.probe().message_dropped(metrics::drop_reason::expired);
+        return;
+    }
+    if (!writable_.load(std::memory_order_relaxed)) {
+        core_.probe().message_dropped(metrics::drop_reason::non_writable);
+        return;
+    }
+    deliver_now(std::move(d));
+}
+
+void client_actor::deliver_now(delivery&& d) {
+    if (d.qos == mqtt::qos::at_most_once) {
+        send_publish(d, 0, false);
+        return;
+    }
+    if (inflight_.size() >= window()) {
+        if (queued_.size() >= core_.cfg().outbound_queue_limit) {
+            core_.probe().message_dropped(metrics::drop_reason::queue_trim);
+            return;
+        }
+        queued_.push_back(std::move(d));
+        return;
+    }
+    std::uint16_t id = next_packet_id();
+    if (id == 0) {
+        queued_.push_back(std::move(d));
+        return;
+    }
+    auto& entry = inflight_[id];
+    entry.d = std::move(d);
+    entry.st = entry.d.qos == mqtt::qos::at_least_once ? outbound_entry::state::awaiting_puback
+                                                        : outbound_entry::state::awaiting_pubrec;
+    send_publish(entry.d, id, false);
+}
+
+void client_actor::pump_queued() {
+    while (!queued_.empty() && conn_ && conn_->connack_sent && inflight_.size() < window()) {
+        delivery d = std::move(queued_.front());
+        queued_.pop_front();
+        if (d.msg->expired(core_.now_ms())) {
+            core_.probe().message_dropped(metrics::drop_reason::expired);
+            continue;
+        }
+        deliver_now(std::move(d));
+    }
+}
+
+void client_actor::send_publish(const delivery& d, std::uint16_t packet_id, bool dup) {
+    connection_state& c = *conn_;
+    const app_message& m = *d.msg;
+    const std::int64_t now = core_.now_ms();
+
+    mqtt::publish_header h;
+    h.topic = m.topic;
+    h.qos = d.qos;
+    h.retain = d.retain;
+    h.dup = dup;
+    h.packet_id = packet_id;
+    h.subscription_identifiers = d.subscription_ids;
+    std::optional<mqtt::properties> expiring;
+    if (m.expires_at_ms != 0) {
+        // The remaining lifetime is forwarded, not the original interval.
+        expiring = m.properties;
+        expiring->message_expiry_interval = m.remaining_expiry_seconds(now);
+        h.properties = &*expiring;
+    } else {
+        h.properties = &m.properties;
+    }
+    // Topic alias (server → client) for long topics, when the client allows aliases.
+    if (c.v5() && c.client_alias_max > 0 &&
+        m.topic.size() >= core_.cfg().min_topic_length_for_alias) {
+        auto it = c.outbound_aliases.find(m.topic);
+        if (it != c.outbound_aliases.end()) {
+            h.topic_alias = it->second;
+            h.topic = {};
+        } else if (c.next_outbound_alias <= c.client_alias_max) {
+            h.topic_alias = c.next_outbound_alias;
+            c.outbound_aliases.emplace(m.topic, c.next_outbound_alias);
+            ++c.next_outbound_alias;
+        }
+    }
+    if (c.client_max_packet != 0 &&
+        mqtt::encoded_publish_size(c.version, h, m.payload.size()) > c.client_max_packet) {
+        // Larger than the client accepts: discard as if delivered (MQTT 5.0 section 3.1.2.11.4).
+        core_.probe().message_dropped(metrics::drop_reason::packet_too_large);
+        if (packet_id != 0) {
+            post([packet_id](client_actor& a) { a.finish_outbound(packet_id); });
+        }
+        return;
+    }
+    std::string out;
+    mqtt::encode_publish(out, c.version, h, m.payload);
+    c.channel->send(std::move(out));
+    core_.probe().publish_sent(static_cast<std::uint8_t>(d.qos));
+}
+
+void client_actor::send_packet(const mqtt::packet& p) {
+    if (!conn_) {
+        return;
+    }
+    std::string out;
+    mqtt::encode(p, conn_->version, out);
+    conn_->channel->send(std::move(out));
+}
+
+void client_actor::pump_inbox() {
+    if (!persistent_ || !conn_ || !conn_->connack_sent || conn_->closing || inbox_reading_ ||
+        !inbox_dirty_) {
+        return;
+    }
+    if (inflight_.size() >= window() || !writable_.load(std::memory_order_relaxed)) {
+        return;  // resumes on acknowledgements or when the connection drains
+    }
+    inbox_reading_ = true;
+    inbox_dirty_ = false;
+    const std::uint64_t channel_id = conn_->id;
+    // The oldest pending messages are the ones in flight; read past them to the next ones.
+    core_.inbox().read_pending(
+        client_id_, window() + inbox_removing_.size(),
+        [self = shared_from_this(), channel_id](result<std::vector<inbox_message>> r) {
+            self->post([channel_id, r = std::move(r)](client_actor& a) mutable {
+                a.on_inbox_read(channel_id, std::move(r));
+            });
+        });
+}
+
+void client_actor::on_inbox_read(std::uint64_t channel_id,
+                                 result<std::vector<inbox_message>> r) {
+    inbox_reading_ = false;
+    if (!conn_ || conn_->id != channel_id) {
+        inbox_dirty_ = true;
+        return;
+    }
+    if (!r) {
+        spdlog::warn("client {}: inbox read failed: {}", client_id_, r.error().message());
+        inbox_dirty_ = true;
+        return;
+    }
+    const std::int64_t now = core_.now_ms();
+    for (auto& im : r.value()) {
+        if (inflight_.contains(im.packet_id) || inbox_removing_.contains(im.packet_id)) {
+            continue;
+        }
+        if (inflight_.size() >= window()) {
+            inbox_dirty_ = true;
+            break;
+        }
+        if (im.pubrel) {
+            // An interrupted QoS 2 exchange resumes at PUBREL.
+            auto& entry = inflight_[im.packet_id];
+            entry.st = outbound_entry::state::awaiting_pubcomp;
+            entry.from_inbox = true;
+            send_packet(mqtt::pubrel{im.packet_id, mqtt::reason_code::success, {}});
+            continue;
+        }
+        proto::persisted_msg pm;
+        if (!pm.ParseFromString(im.record)) {
+            spdlog::error("client {}: unreadable inbox record {}", client_id_, im.packet_id);
+            finish_outbound(im.packet_id);
+            continue;
+        }
+        delivery d;
+        d.msg = std::make_shared<const app_message>(from_proto(pm.msg()));
+        d.qos = static_cast<mqtt::qos>(std::min<std::uint32_t>(pm.qos(), 2));
+        d.retain = pm.retain();
+        d.subscription_ids.assign(pm.subscription_ids().begin(), pm.subscription_ids().end());
+        if (d.msg->expired(now)) {
+            core_.probe().message_dropped(metrics::drop_reason::expired);
+            inbox_removing_.insert(im.packet_id);
+            core_.inbox().remove(client_id_, im.packet_id,
+                                 bind_status([id = im.packet_id](client_actor& a, status) {
+                                     a.inbox_removing_.erase(id);
+                                 }));
+            continue;
+        }
+        if (d.qos == mqtt::qos::at_most_once) {
+            d.qos = mqtt::qos::at_least_once;
+        }
+        const bool dup = redeliver_all_as_dup_ || sent_before_.contains(im.packet_id);
+        auto& entry = inflight_[im.packet_id];
+        entry.d = std::move(d);
+        entry.from_inbox = true;
+        entry.st = entry.d.qos == mqtt::qos::at_least_once
+                       ? outbound_entry::state::awaiting_puback
+                       : outbound_entry::state::awaiting_pubrec;
+        send_publish(entry.d, im.packet_id, dup);
+    }
+    if (!inbox_reading_ && inbox_dirty_) {
+        pump_inbox();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// SUBSCRIBE / UNSUBSCRIBE
+
+void client_actor::on_subscribe(mqtt::subscribe&& s) {
+    const auto& cfg = core_.cfg();
+    const bool v5 = conn_->v5();
+    std::optional<std::uint32_t> sub_id;
+    if (!s.properties.subscription_identifiers.empty()) {
+        sub_id = s.properties.subscription_identifiers.front();
+    }
+    std::vector<mqtt::reason_code> codes;
+    codes.reserve(s.subscriptions.size());
+    std::vector<std::pair<stored_subscription, bool>> retained_candidates;  // sub, existed
+    for (auto& req : s.subscriptions) {
+        std::string_view filter = req.filter;
+        std::string_view group;
+        if (mqtt::validate_topic_filter(filter) != mqtt::reason_code::success) {
+            codes.push_back(v5 ? mqtt::reason_code::topic_filter_invalid
+                               : mqtt::reason_code::unspecified_error);
+            continue;
+        }
+        if (mqtt::is_shared(filter)) {
+            auto shared = mqtt::parse_shared(filter);
+            if (!shared) {
+                codes.push_back(v5 ? mqtt::reason_code::topic_filter_invalid
+                                   : mqtt::reason_code::unspecified_error);
+                continue;
+            }
+            if (v5 && req.options.no_local) {
+                disconnect_with(mqtt::reason_code::protocol_error,
+                                "No Local on a shared subscription");
+                return;
+            }
+            group = shared->group;
+            filter = shared->filter;
+        }
+        if ((!cfg.allow_root_multi_level_wildcard && filter == "#") ||
+            (cfg.max_topic_segments != 0 && topic_levels(filter) > cfg.max_topic_segments)) {
+            codes.push_back(v5 ? mqtt::reason_code::topic_filter_invalid
+                               : mqtt::reason_code::unspecified_error);
+            continue;
+        }
+        auto granted = static_cast<mqtt::qos>(
+            std::min<std::uint8_t>(static_cast<std::uint8_t>(req.options.qos), cfg.max_qos));
+        stored_subscription sub{.filter = std::string(filter),
+                                .share_group = std::string(group),
+                                .options = req.options,
+                                .subscription_id = sub_id};
+        sub.options.qos = granted;
+        auto key = subscription_key(group, filter);
+        const bool existed = subscriptions_.contains(key);
+        subscriptions_.insert_or_assign(key, sub);
+        core_.trie().subscribe(
+            sub.filter,
+            routing::subscription{
+                .client_id = client_id_,
+                .options = {.qos = static_cast<std::uint8_t>(granted),
+                            .no_local = sub.options.no_local,
+                            .retain_as_published = sub.options.retain_as_published,
+                            .retain_handling = static_cast<std::uint8_t>(sub.options.retain_handling)},
+                .subscription_identifier = sub_id,
+                .share_group = sub.share_group});
+        codes.push_back(static_cast<mqtt::reason_code>(granted));
+        if (group.empty()) {
+            retained_candidates.emplace_back(std::move(sub), existed);
+        }
+    }
+    const std::uint64_t channel_id = conn_->id;
+    const std::uint16_t packet_id = s.packet_id;
+    write_subscriptions(bind_status(
+        [channel_id, packet_id, codes = std::move(codes),
+         retained_candidates = std::move(retained_candidates)](client_actor& a, status st) mutable {
+            if (!a.conn_ || a.conn_->id != channel_id) {
+                return;
+            }
+            if (!st) {
+                for (auto& code : codes) {
+                    code = a.conn_->v5() ? mqtt::reason_code::unspecified_error
+                                         : mqtt::reason_code::unspecified_error;
+                }
+            }
+            a.send_packet(mqtt::suback{packet_id, codes, {}});
+            if (!st) {
+                return;
+            }
+            for (auto& [sub, existed] : retained_candidates) {
+                auto rh = sub.options.retain_handling;
+                if (rh == mqtt::retain_handling::do_not_send ||
+                    (rh == mqtt::retain_handling::send_if_new_subscription && existed)) {
+                    continue;
+                }
+                a.deliver_retained(sub);
+            }
+        }));
+}
+
+void client_actor::deliver_retained(const stored_subscription& sub) {
+    std::vector<message_ptr> found;
+    core_.retained().match(sub.filter, core_.now_ms(),
+                           [&](const message_ptr& msg) { found.push_back(msg); });
+    for (auto& msg : found) {
+        delivery d;
+        d.qos = static_cast<mqtt::qos>(std::min(static_cast<std::uint8_t>(msg->qos),
+                                                static_cast<std::uint8_t>(sub.options.qos)));
+        d.retain = true;  // retained messages sent on subscribe always carry the flag
+        if (sub.subscription_id) {
+            d.subscription_ids.push_back(*sub.subscription_id);
+        }
+        d.msg = std::move(msg);
+        deliver_now(std::move(d));
+    }
+}
+
+void client_actor::on_unsubscribe(mqtt::unsubscribe&& u) {
+    std::vector<mqtt::reason_code> codes;
+    codes.reserve(u.filters.size());
+    for (const auto& raw : u.filters) {
+        std::string_view filter = raw;
+        std::string_view group;
+        if (auto shared = mqtt::parse_shared(filter)) {
+            group = shared->group;
+            filter = shared->filter;
+        }
+        auto it = subscriptions_.find(subscription_key(group, filter));
+        if (it == subscriptions_.end()) {
+            codes.push_back(mqtt::reason_code::no_subscription_existed);
+            continue;
+        }
+        core_.trie().unsubscribe(it->second.filter, client_id_, it->second.share_group);
+        subscriptions_.erase(it);
+        codes.push_back(mqtt::reason_code::success);
+    }
+    const std::uint64_t channel_id = conn_->id;
+    const std::uint16_t packet_id = u.packet_id;
+    write_subscriptions(bind_status(
+        [channel_id, packet_id, codes = std::move(codes)](client_actor& a, status) {
+            if (a.conn_ && a.conn_->id == channel_id) {
+                a.send_packet(mqtt::unsuback{packet_id, codes, {}});
+            }
+        }));
+}
+
+void client_actor::write_subscriptions(std::function<void(status)> done) {
+    proto::client_subscriptions set;
+    for (const auto& [key, sub] : subscriptions_) {
+        auto* ts = set.add_subscriptions();
+        ts->set_topic_filter(sub.filter);
+        ts->set_share_name(sub.share_group);
+        auto* opts = ts->mutable_options();
+        opts->set_qos(static_cast<std::uint32_t>(sub.options.qos));
+        opts->set_no_local(sub.options.no_local);
+        opts->set_retain_as_published(sub.options.retain_as_published);
+        opts->set_retain_handling(static_cast<std::uint32_t>(sub.options.retain_handling));
+        if (sub.subscription_id) {
+            ts->set_subscription_id(*sub.subscription_id);
+        }
+    }
+    core_.write_subscriptions(client_id_, set.SerializeAsString(), std::move(done));
+}
+
+// ---------------------------------------------------------------------------------------------
+// DISCONNECT, close, keep-alive, will, session expiry
+
+void client_actor::on_disconnect(const mqtt::disconnect& d) {
+    connection_state& c = *conn_;
+    if (c.v5()) {
+        if (auto expiry = d.properties.session_expiry_interval) {
+            if (session_expiry_ == 0 && *expiry != 0) {
+                // Setting a non-zero expiry on DISCONNECT after CONNECT had 0 is a protocol
+                // error (MQTT 5.0 section 3.14.2.2.2).
+                disconnect_with(mqtt::reason_code::protocol_error,
+                                "session expiry set on DISCONNECT after 0 in CONNECT");
+                return;
+            }
+            session_expiry_ = std::min(*expiry, core_.cfg().max_session_expiry);
+            persistent_ = session_expiry_ != 0;
+        }
+    }
+    // 0x04 (Disconnect with Will Message) keeps the will; everything else suppresses it.
+    c.will_suppressed = d.reason_code != mqtt::reason_code::disconnect_with_will_message;
+    c.closing = true;
+    c.channel->close();
+    end_connection("client DISCONNECT");
+}
+
+void client_actor::on_closed(client_msg::closed&& m) {
+    if (!conn_ || conn_->id != m.channel_id) {
+        return;
+    }
+    if (m.protocol_error) {
+        disconnect_with(*m.protocol_error, m.reason);
+        return;
+    }
+    conn_->closing = true;
+    conn_->channel->close();
+    end_connection(m.reason.empty() ? "connection closed" : m.reason);
+}
+
+void client_actor::disconnect_with(mqtt::reason_code code, std::string_view why) {
+    if (!conn_) {
+        return;
+    }
+    connection_state& c = *conn_;
+    spdlog::info("client {}: disconnecting with {} ({})", client_id_, mqtt::to_string(code), why);
+    if (c.v5()) {
+        mqtt::disconnect d;
+        d.reason_code = code;
+        if (c.connack_sent) {
+            send_packet(d);
+        } else {
+            mqtt::connack ack;
+            ack.reason_code = code;
+            send_packet(ack);
+        }
+    }
+    c.closing = true;
+    c.channel->close();
+    end_connection(mqtt::to_string(code));
+}
+
+void client_actor::on_writability(const client_msg::writability& w) {
+    if (!conn_ || conn_->id != w.channel_id) {
+        return;
+    }
+    const bool was = writable_.exchange(w.writable, std::memory_order_acq_rel);
+    if (was != w.writable) {
+        core_.probe().non_writable_clients(w.writable ? -1 : 1);
+    }
+    if (w.writable) {
+        pump_queued();
+        pump_inbox();
+    }
+}
+
+void client_actor::arm_keep_alive() {
+    if (!conn_ || conn_->keep_alive == 0) {
+        return;
+    }
+    // Checked at 1.5 × keep-alive after the last packet (MQTT 3.1.2.10 / 5.0 3.1.2.10).
+    auto grace = std::chrono::milliseconds(static_cast<std::int64_t>(conn_->keep_alive) * 1500);
+    auto deadline = conn_->last_activity + grace;
+    const std::uint64_t channel_id = conn_->id;
+    std::weak_ptr<client_actor> weak = weak_from_this();
+    conn_->keep_alive_timer = core_.timers().schedule_at(deadline, [weak, channel_id] {
+        if (auto self = weak.lock()) {
+            self->post([channel_id](client_actor& a) { a.on_keep_alive_timer(channel_id); });
+        }
+    });
+}
+
+void client_actor::on_keep_alive_timer(std::uint64_t channel_id) {
+    if (!conn_ || conn_->id != channel_id || conn_->closing) {
+        return;
+    }
+    auto grace = std::chrono::milliseconds(static_cast<std::int64_t>(conn_->keep_alive) * 1500);
+    if (core_.clock().steady_now() - conn_->last_activity >= grace) {
+        disconnect_with(mqtt::reason_code::keep_alive_timeout, "keep-alive expired");
+        return;
+    }
+    arm_keep_alive();
+}
+
+void client_actor::end_connection(std::string_view reason) {
+    if (!conn_) {
+        return;
+    }
+    std::unique_ptr<connection_state> c = std::move(conn_);
+    conn_.reset();
+    core_.timers().cancel(c->keep_alive_timer);
+    const bool was_connected = c->connack_sent;
+    connected_.store(false, std::memory_order_release);
+    if (!writable_.exchange(true, std::memory_order_acq_rel)) {
+        core_.probe().non_writable_clients(-1);  // derived from live state: never leaks
+    }
+    pre_connack_.clear();
+    pending_acks_.clear();
+    inbound_unacked_ = 0;
+    if (!was_connected) {
+        if (!session_exists_ || !persistent_) {
+            end_session();
+        }
+        return;
+    }
+    core_.probe().client_disconnected();
+    spdlog::info("client disconnected: id={} address={} version={} reason={}", client_id_,
+                 c->channel->remote_address(), version_name(c->version), reason);
+
+    // Will: published after the will delay or when the session ends, whichever comes first.
+    if (c->will && !c->will_suppressed) {
+        std::uint32_t delay = c->will->properties.will_delay_interval.value_or(0);
+        if (persistent_ && session_expiry_ != session_never_expires) {
+            delay = std::min(delay, session_expiry_);
+        }
+        if (delay == 0 || !persistent_) {
+            publish_will(*c->will);
+        } else {
+            pending_will_ = c->will;
+            std::weak_ptr<client_actor> weak = weak_from_this();
+            will_timer_ = core_.timers().schedule_after(std::chrono::seconds(delay), [weak] {
+                if (auto self = weak.lock()) {
+                    self->post([](client_actor& a) {
+                        a.will_timer_ = {};
+                        if (a.pending_will_ && !a.conn_) {
+                            auto will = std::move(*a.pending_will_);
+                            a.pending_will_.reset();
+                            a.publish_will(will);
+                        }
+                    });
+                }
+            });
+        }
+    }
+
+    if (!persistent_) {
+        end_session();
+        return;
+    }
+    for (const auto& [id, entry] : inflight_) {
+        if (entry.from_inbox) {
+            sent_before_.insert(id);
+        }
+    }
+    inflight_.clear();
+    queued_.clear();
+    const std::int64_t now = core_.now_ms();
+    write_session_record(false, [id = client_id_](status st) {
+        if (!st) {
+            spdlog::warn("client {}: session record not written: {}", id, st.error().message());
+        }
+    });
+    core_.sessions().put_session(session_record{.client_id = client_id_,
+                                                .persistent = true,
+                                                .connected = false,
+                                                .session_expiry_interval = session_expiry_,
+                                                .disconnected_at_ms = now,
+                                                .node_id = core_.cfg().node_id});
+    arm_session_expiry(now);
+}
+
+void client_actor::arm_session_expiry(std::int64_t disconnected_at_ms) {
+    if (session_expiry_ == session_never_expires) {
+        return;
+    }
+    const std::int64_t at_ms = disconnected_at_ms + static_cast<std::int64_t>(session_expiry_) * 1000;
+    const std::int64_t delay_ms = std::max<std::int64_t>(0, at_ms - core_.now_ms());
+    const std::uint64_t generation = ++expiry_generation_;
+    std::weak_ptr<client_actor> weak = weak_from_this();
+    expiry_timer_ = core_.timers().schedule_after(
+        std::chrono::milliseconds(delay_ms), [weak, generation] {
+            if (auto self = weak.lock()) {
+                self->post([generation](client_actor& a) {
+                    if (a.expiry_generation_ != generation || a.conn_) {
+                        return;  // reconnected since
+                    }
+                    a.expiry_timer_ = {};
+                    spdlog::info("client {}: session expired", a.client_id_);
+                    a.end_session();
+                });
+            }
+        });
+}
+
+void client_actor::publish_will(const mqtt::will_message& will) {
+    mqtt::publish p;
+    p.topic = will.topic;
+    p.payload = will.payload;
+    p.qos = will.qos;
+    p.retain = will.retain;
+    p.properties = will.properties;
+    p.properties.will_delay_interval.reset();
+    auto msg = std::make_shared<const app_message>(
+        from_publish(p, client_id_, core_.cfg().node_id, core_.now_ms()));
+    core_.publish(std::move(msg), [id = client_id_](status st) {
+        if (!st) {
+            spdlog::warn("client {}: will not published: {}", id, st.error().message());
+        }
+    });
+}
+
+void client_actor::clear_session_state() {
+    for (const auto& [key, sub] : subscriptions_) {
+        core_.trie().unsubscribe(sub.filter, client_id_, sub.share_group);
+    }
+    const bool had_subscriptions = !subscriptions_.empty();
+    subscriptions_.clear();
+    inflight_.clear();
+    queued_.clear();
+    sent_before_.clear();
+    inbound_qos2_.clear();
+    redeliver_all_as_dup_ = false;
+    if (had_subscriptions) {
+        write_subscriptions([](status) {});
+    }
+    if (persistent_ || session_exists_) {
+        core_.inbox().clear(client_id_, [](status) {});
+        core_.metadata().delete_session_context(client_id_, [](status) {});
+    }
+}
+
+void client_actor::end_session() {
+    if (pending_will_) {
+        // The session ends before the will delay passed: the will goes now.
+        auto will = std::move(*pending_will_);
+        pending_will_.reset();
+        core_.timers().cancel(will_timer_);
+        will_timer_ = {};
+        publish_will(will);
+    }
+    const bool had_persistent_state = persistent_;
+    for (const auto& [key, sub] : subscriptions_) {
+        core_.trie().unsubscribe(sub.filter, client_id_, sub.share_group);
+    }
+    subscriptions_.clear();
+    inflight_.clear();
+    queued_.clear();
+    core_.sessions().erase_session(client_id_);
+    core_.delete_session(client_id_, [](status) {});
+    core_.write_subscriptions(client_id_, std::string(), [](status) {});
+    if (had_persistent_state) {
+        core_.inbox().clear(client_id_, [](status) {});
+        core_.metadata().delete_session_context(client_id_, [](status) {});
+    }
+    session_exists_ = false;
+    persistent_ = false;
+    stop_actor();
+}
+
+void client_actor::stop_actor() {
+    if (stopped_) {
+        return;
+    }
+    stopped_ = true;
+    core_.timers().cancel(expiry_timer_);
+    core_.sessions().remove_actor(client_id_, this);
+    // Messages already queued still run (a CONNECT that raced with the stop is forwarded to
+    // the next actor by on_connect); deliveries to a stopped actor are dropped.
+}
+
+void client_actor::write_session_record(bool connected, std::function<void(status)> done) {
+    session_record r{.client_id = client_id_,
+                     .persistent = persistent_,
+                     .connected = connected,
+                     .session_expiry_interval = session_expiry_,
+                     .connected_at_ms = connected ? core_.now_ms() : 0,
+                     .disconnected_at_ms = connected ? 0 : core_.now_ms(),
+                     .node_id = core_.cfg().node_id};
+    core_.write_session(r, std::move(done));
+}
+
+void client_actor::restore_offline_session(std::uint32_t session_expiry_interval,
+                                           std::int64_t disconnected_at_ms,
+                                           std::vector<stored_subscription> subscriptions,
+                                           bool was_connected_at_crash) {
+    post([=, subs = std::move(subscriptions)](client_actor& a) mutable {
+        a.persistent_ = true;
+        a.session_exists_ = true;
+        a.session_expiry_ = session_expiry_interval;
+        // After a crash nobody knows which messages were already sent: all go with DUP.
+        a.redeliver_all_as_dup_ = was_connected_at_crash;
+        for (auto& sub : subs) {
+            a.core_.trie().subscribe(
+                sub.filter,
+                routing::subscription{
+                    .client_id = a.client_id_,
+                    .options = {.qos = static_cast<std::uint8_t>(sub.options.qos),
+                                .no_local = sub.options.no_local,
+                                .retain_as_published = sub.options.retain_as_published,
+                                .retain_handling =
+                                    static_cast<std::uint8_t>(sub.options.retain_handling)},
+                    .subscription_identifier = sub.subscription_id,
+                    .share_group = sub.share_group});
+            auto key = subscription_key(sub.share_group, sub.filter);
+            a.subscriptions_.insert_or_assign(std::move(key), std::move(sub));
+        }
+        a.arm_session_expiry(disconnected_at_ms);
+    });
+}
+
+void client_actor::on_shutdown(client_msg::shutdown&& m) {
+    if (conn_) {
+        connection_state& c = *conn_;
+        if (c.v5() && c.connack_sent) {
+            send_packet(mqtt::disconnect{mqtt::reason_code::server_shutting_down, {}});
+        }
+        c.will_suppressed = true;  // the server is leaving, not the client
+        c.closing = true;
+        c.channel->close();
+        end_connection("server shutting down");
+    }
+    if (m.done) {
+        m.done();
+    }
+}
+
+}  // namespace starling::broker

@@ -1,0 +1,244 @@
+#pragma once
+
+// client_actor: the MQTT behaviour of one client id on this node (ARCHITECTURE.md §3, §4, §6).
+//
+// One actor per client id, shared by every connection that uses the id over time, so takeover,
+// session resumption, will delay and session expiry are decisions of a single writer. It owns
+// the session state: subscriptions, outbound messages in flight (packet ids, QoS 2 states),
+// inbound QoS 2 packet ids awaiting PUBREL, the order of pending PUBACK/PUBREC, topic aliases.
+//
+// Inputs arrive as messages on its mailbox (actor::mailbox): packets decoded by the connection
+// (I/O threads), deliveries from the router threads, completions of log / inbox / metadata
+// writes (their threads), timers. Nothing blocks inside a turn: every port call is
+// asynchronous and its completion is posted back as a `call` message.
+//
+// Persistent DEVICE sessions receive QoS 1/2 copies through the device inbox (the router
+// produces them to msg.persisted; a consumer appends them to the inbox and signals the actor),
+// so they survive disconnects and restarts. Everything else (QoS 0, non-persistent sessions)
+// is delivered straight to the live connection or dropped and counted.
+//
+// Lifecycle: created by session_registry on the first CONNECT of a client id (or at start-up for
+// a persistent session found in client.session); stops (leaves the registry, closes its
+// mailbox) when its session ends: at disconnect for a non-persistent session, at session expiry
+// otherwise, or at node shutdown.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <variant>
+#include <vector>
+
+#include "actor/mailbox.h"
+#include "actor/timer_service.h"
+#include "broker/client_channel.h"
+#include "broker/message.h"
+#include "mqtt/packet.h"
+#include "mqtt/protocol_version.h"
+#include "starling/device_inbox.h"
+
+namespace starling::broker {
+
+class broker_core;
+class client_actor;
+
+// One copy of a message for one subscriber, as the router decided it.
+struct delivery {
+    message_ptr msg;
+    mqtt::qos qos = mqtt::qos::at_most_once;  // min(publish QoS, subscription QoS)
+    bool retain = false;                       // retain flag as delivered
+    std::vector<std::uint32_t> subscription_ids;
+};
+
+namespace client_msg {
+// A decoded CONNECT on a new connection (control lane).
+struct connect {
+    std::shared_ptr<client_channel> channel;
+    mqtt::connect packet;
+    bool id_assigned = false;  // the server generated the client id (v5 empty id)
+};
+// Any later packet of a connection.
+struct packet {
+    std::uint64_t channel_id = 0;
+    mqtt::packet packet;
+};
+// The connection ended: the peer closed it, a read or write failed, or the decoder rejected
+// its bytes (then `protocol_error` holds the reason code the server answers with).
+struct closed {
+    std::uint64_t channel_id = 0;
+    std::string reason;
+    std::optional<mqtt::reason_code> protocol_error;
+};
+struct writability {
+    std::uint64_t channel_id = 0;
+    bool writable = true;
+};
+struct deliver {
+    broker::delivery delivery;
+};
+// New messages were appended to this client's device inbox.
+struct inbox_signal {};
+// Node shutdown: DISCONNECT 0x8B to v5 clients, close, keep persistent state.
+struct shutdown {
+    std::function<void()> done;
+};
+// A completion (log ack, inbox read, timer) to run inside the actor.
+struct call {
+    std::function<void(client_actor&)> fn;
+};
+}  // namespace client_msg
+
+using client_message =
+    std::variant<client_msg::connect, client_msg::packet, client_msg::closed,
+                 client_msg::writability, client_msg::deliver, client_msg::inbox_signal,
+                 client_msg::shutdown, client_msg::call>;
+
+struct stored_subscription {
+    std::string filter;       // stripped of $share/<group>/
+    std::string share_group;  // empty unless shared
+    mqtt::subscription_options options;
+    std::optional<std::uint32_t> subscription_id;
+};
+
+class client_actor : public std::enable_shared_from_this<client_actor> {
+public:
+    client_actor(broker_core& core, std::string client_id);
+    ~client_actor();
+
+    // Thread-safe entry points. tell() uses the bounded normal lane and returns false when the
+    // mailbox is full or closed; tell_control() is for messages that must not be refused while
+    // the actor lives (connect, close, completions) and returns false only once it stopped.
+    bool tell(client_message&& m);
+    bool tell_control(client_message&& m);
+
+    const std::string& client_id() const { return client_id_; }
+    // Read by router threads without entering the actor; updated by the actor.
+    bool connected() const { return connected_.load(std::memory_order_acquire); }
+    bool writable() const { return writable_.load(std::memory_order_acquire); }
+    std::size_t mailbox_depth() const;
+
+    // Start-up: a persistent session found in client.session, offline since `disconnected_at_ms`.
+    void restore_offline_session(std::uint32_t session_expiry_interval,
+                                 std::int64_t disconnected_at_ms,
+                                 std::vector<stored_subscription> subscriptions,
+                                 bool was_connected_at_crash);
+
+private:
+    struct connection_state;
+    struct outbound_entry {
+        enum class state : std::uint8_t { awaiting_puback, awaiting_pubrec, awaiting_pubcomp };
+        delivery d;
+        state st = state::awaiting_puback;
+        bool from_inbox = false;
+    };
+    struct pending_ack {
+        std::uint64_t seq = 0;
+        std::uint16_t packet_id = 0;
+        mqtt::qos qos = mqtt::qos::at_least_once;
+        bool done = false;
+        mqtt::reason_code code = mqtt::reason_code::success;
+    };
+
+    void handle(client_message&& m);
+    void on_connect(client_msg::connect&& m);
+    void complete_connect(std::uint64_t channel_id, bool session_present, bool id_assigned);
+    void on_packet(mqtt::packet&& p);
+    void on_publish(mqtt::publish&& p);
+    void on_publish_written(std::uint64_t channel_id, std::uint64_t seq, status st);
+    void flush_acks();
+    void on_puback(std::uint16_t packet_id);
+    void on_pubrec(const mqtt::pubrec& p);
+    void on_pubrel(const mqtt::pubrel& p);
+    void on_pubcomp(std::uint16_t packet_id);
+    void on_subscribe(mqtt::subscribe&& s);
+    void on_unsubscribe(mqtt::unsubscribe&& u);
+    void on_disconnect(const mqtt::disconnect& d);
+    void on_closed(client_msg::closed&& m);
+    void on_writability(const client_msg::writability& w);
+    void on_deliver(delivery&& d);
+    void on_shutdown(client_msg::shutdown&& m);
+
+    // Outbound.
+    void deliver_now(delivery&& d);
+    std::uint16_t next_packet_id();
+    std::size_t window() const;
+    void send_publish(const delivery& d, std::uint16_t packet_id, bool dup);
+    void send_packet(const mqtt::packet& p);
+    void pump_queued();
+    void pump_inbox();
+    void on_inbox_read(std::uint64_t channel_id, result<std::vector<inbox_message>> r);
+    void finish_outbound(std::uint16_t packet_id);
+    void deliver_retained(const stored_subscription& sub);
+
+    // Connection and session end.
+    void disconnect_with(mqtt::reason_code code, std::string_view why);
+    void end_connection(std::string_view reason);
+    void end_session();
+    void stop_actor();
+    void publish_will(const mqtt::will_message& will);
+    void arm_keep_alive();
+    void on_keep_alive_timer(std::uint64_t channel_id);
+    void arm_session_expiry(std::int64_t disconnected_at_ms);
+    void write_session_record(bool connected, std::function<void(status)> done);
+    void write_subscriptions(std::function<void(status)> done);
+    void save_inbound_qos2();
+    void clear_session_state();
+
+    // Posts fn to run inside the actor (from any thread).
+    void post(std::function<void(client_actor&)> fn);
+    template <class F>
+    auto bind_status(F&& fn) {
+        return [self = shared_from_this(), fn = std::forward<F>(fn)](status st) mutable {
+            self->post([fn = std::move(fn), st](client_actor& a) mutable { fn(a, st); });
+        };
+    }
+
+    broker_core& core_;
+    const std::string client_id_;
+    std::shared_ptr<actor::mailbox<client_message>> mailbox_;
+
+    std::atomic<bool> connected_{false};
+    std::atomic<bool> writable_{true};
+    bool stopped_ = false;
+
+    std::unique_ptr<connection_state> conn_;
+    std::deque<mqtt::packet> pre_connack_;  // packets that arrived before CONNACK was sent
+
+    // Session.
+    bool persistent_ = false;
+    bool session_exists_ = false;
+    std::uint32_t session_expiry_ = 0;
+    std::map<std::string, stored_subscription> subscriptions_;  // key: group '\0' filter
+
+    // Outbound.
+    std::map<std::uint16_t, outbound_entry> inflight_;
+    std::deque<delivery> queued_;
+    std::uint16_t last_packet_id_ = 0;
+    bool inbox_dirty_ = false;
+    bool inbox_reading_ = false;
+    std::unordered_set<std::uint16_t> inbox_removing_;
+    std::unordered_set<std::uint16_t> sent_before_;
+    bool redeliver_all_as_dup_ = false;
+
+    // Inbound.
+    std::set<std::uint16_t> inbound_qos2_;
+    std::deque<pending_ack> pending_acks_;
+    std::uint64_t next_seq_ = 1;
+    std::size_t inbound_unacked_ = 0;
+
+    // Will and expiry.
+    std::optional<mqtt::will_message> pending_will_;
+    actor::timer_handle will_timer_;
+    actor::timer_handle expiry_timer_;
+    std::uint64_t expiry_generation_ = 0;
+};
+
+}  // namespace starling::broker

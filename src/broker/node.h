@@ -1,0 +1,54 @@
+#pragma once
+
+// broker::node: one Starling node's broker — the shared core, the client dispatcher, timers,
+// the msg.all router and the msg.persisted consumers — assembled over the ports it is given.
+// The composition root (src/app) chooses the adapters (embedded or cluster) and the listeners.
+//
+// Start-up order: create topics → load state snapshots (retained, sessions, subscriptions) →
+// restore offline persistent sessions → start router and consumers. Only then may listeners
+// open. Shutdown: stop accepting (listeners, outside) → tell every actor to shut down (v5
+// clients get DISCONNECT 0x8B) → flush the log → stop consumers, timers and the dispatcher.
+
+#include <chrono>
+#include <memory>
+
+#include "actor/dispatcher.h"
+#include "actor/timer_service.h"
+#include "base/result.h"
+#include "broker/broker_core.h"
+#include "broker/persisted_consumer.h"
+#include "broker/publish_router.h"
+#include "broker/settings.h"
+#include "metrics/registry.h"
+
+namespace starling::broker {
+
+class node {
+public:
+    node(settings cfg, message_log& log, device_inbox& inbox, metadata_store& metadata,
+         metrics::registry& metrics, std::size_t dispatcher_threads,
+         const starling::clock& clock = system_clock::instance());
+    ~node();
+
+    // Throws std::runtime_error when the state cannot be loaded (start-up only).
+    void start();
+    // Graceful stop within `timeout`; returns once every actor finished or the time is up.
+    void stop(std::chrono::milliseconds timeout);
+
+    broker_core& core() { return *core_; }
+
+private:
+    status create_topics();
+    status load_state();
+
+    metrics::registry& metrics_;
+    actor::dispatcher dispatcher_;
+    actor::timer_service timers_;
+    std::unique_ptr<broker_core> core_;
+    std::unique_ptr<publish_router> router_;
+    std::unique_ptr<persisted_consumer> persisted_;
+    metrics::refresher_handle gauges_;
+    bool started_ = false;
+};
+
+}  // namespace starling::broker

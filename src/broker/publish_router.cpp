@@ -1,0 +1,284 @@
+#include "broker/publish_router.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <map>
+
+#include "broker/broker_core.h"
+#include "broker/client_actor.h"
+#include "proto/starling.pb.h"
+#include "routing/subscription_trie.h"
+
+namespace starling::broker {
+
+// Completion tracking of one polled batch's msg.persisted writes.
+struct publish_router::batch {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::size_t outstanding = 0;
+    std::size_t failed = 0;
+
+    void add() {
+        std::lock_guard lock(mutex);
+        ++outstanding;
+    }
+    void complete(bool ok) {
+        std::lock_guard lock(mutex);
+        --outstanding;
+        if (!ok) {
+            ++failed;
+        }
+        cv.notify_all();
+    }
+    void wait() {
+        std::unique_lock lock(mutex);
+        cv.wait(lock, [this] { return outstanding == 0; });
+    }
+};
+
+// One matched subscription, copied out of the trie's read-side section. The vector of these is
+// reused across messages (thread-local) so steady-state routing does not allocate for it.
+struct publish_router::target {
+    std::string client_id;
+    std::string group_key;  // share group '\0' filter, empty for ordinary subscriptions
+    std::uint8_t qos = 0;
+    bool retain_as_published = false;
+    std::vector<std::uint32_t> subscription_ids;
+};
+
+publish_router::publish_router(broker_core& core, metrics::routing_probe& probe)
+    : core_(core), probe_(probe) {}
+
+publish_router::~publish_router() { stop(); }
+
+status publish_router::start() {
+    const auto& cfg = core_.cfg();
+    running_.store(true);
+    for (std::int32_t i = 0; i < cfg.msg_all_consumers; ++i) {
+        consumer_spec spec;
+        spec.group_id = "msg-all-consumer-group";
+        spec.instance_id = cfg.node_id + "-msg-all-" + std::to_string(i);
+        spec.topics = {core_.topics().msg_all()};
+        spec.reset = offset_reset::earliest;
+        spec.max_poll_records = 500;
+        auto consumer = core_.log().create_consumer(spec);
+        if (!consumer) {
+            stop();
+            return consumer.error();
+        }
+        consumers_.push_back(std::move(consumer.value()));
+        threads_.emplace_back(&publish_router::run, this, static_cast<std::size_t>(i),
+                              consumers_.back().get());
+    }
+    return {};
+}
+
+void publish_router::stop() {
+    if (!running_.exchange(false)) {
+        return;
+    }
+    for (auto& c : consumers_) {
+        c->wakeup();
+    }
+    for (auto& t : threads_) {
+        t.join();
+    }
+    threads_.clear();
+    for (auto& c : consumers_) {
+        c->close();
+    }
+    consumers_.clear();
+}
+
+void publish_router::run(std::size_t index, log_consumer* consumer) {
+    routing::rcu_reader_registration rcu_reader;
+    const auto poll_interval = core_.cfg().poll_interval;
+    spdlog::debug("msg.all consumer {} started", index);
+    while (running_.load(std::memory_order_acquire)) {
+        auto polled = consumer->poll(poll_interval);
+        if (!polled) {
+            spdlog::warn("msg.all consumer {}: poll failed: {}", index, polled.error().message());
+            continue;
+        }
+        auto& records = polled.value();
+        if (records.empty()) {
+            continue;
+        }
+        batch b;
+        std::map<topic_partition, std::int64_t> next_offsets;
+        for (auto& rec : records) {
+            next_offsets[topic_partition{rec.topic, rec.partition}] = rec.offset + 1;
+            auto parsed = parse_message(rec.value);
+            if (!parsed) {
+                spdlog::error("msg.all: unreadable record {}/{}@{}", rec.topic, rec.partition,
+                              rec.offset);
+                continue;
+            }
+            auto msg = std::make_shared<const app_message>(std::move(parsed.value()));
+            route(msg, b);
+        }
+        b.wait();
+        if (b.failed != 0) {
+            // The copies that failed were for persistent sessions; their log refused the write
+            // (a storage failure). Re-read the batch rather than lose them.
+            spdlog::error("msg.all consumer {}: {} persisted copies failed; re-reading batch",
+                          index, b.failed);
+            std::map<topic_partition, std::int64_t> first;
+            for (const auto& rec : records) {
+                first.try_emplace(topic_partition{rec.topic, rec.partition}, rec.offset);
+            }
+            for (const auto& [tp, offset] : first) {
+                (void)consumer->seek(tp, offset);
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));  // retry backoff
+            continue;
+        }
+        std::vector<std::pair<topic_partition, std::int64_t>> commits(next_offsets.begin(),
+                                                                      next_offsets.end());
+        if (auto st = consumer->commit(commits); !st) {
+            spdlog::warn("msg.all consumer {}: commit failed: {}", index, st.error().message());
+        }
+        probe_.messages_routed(records.size());
+    }
+    spdlog::debug("msg.all consumer {} stopped", index);
+}
+
+void publish_router::route(const message_ptr& msg, batch& b) {
+    thread_local std::vector<target> targets;
+    thread_local std::size_t used = 0;
+    used = 0;
+    const auto started = std::chrono::steady_clock::now();
+    core_.trie().match(msg->topic, [&](std::string_view filter, const routing::subscription& s) {
+        if (s.options.no_local && s.client_id == msg->publisher_id) {
+            return;
+        }
+        if (used == targets.size()) {
+            targets.emplace_back();
+        }
+        target& t = targets[used++];
+        t.client_id.assign(s.client_id);
+        t.group_key.clear();
+        if (!s.share_group.empty()) {
+            t.group_key.append(s.share_group).push_back('\0');
+            t.group_key.append(filter);
+        }
+        t.qos = s.options.qos;
+        t.retain_as_published = s.options.retain_as_published;
+        t.subscription_ids.clear();
+        if (s.subscription_identifier) {
+            t.subscription_ids.push_back(*s.subscription_identifier);
+        }
+    });
+    probe_.trie_lookup(std::chrono::steady_clock::now() - started);
+    if (used == 0) {
+        return;
+    }
+
+    // Shared groups: one member per group. Members are sorted so round-robin is stable.
+    auto end = targets.begin() + static_cast<std::ptrdiff_t>(used);
+    std::sort(targets.begin(), end, [](const target& x, const target& y) {
+        return x.group_key != y.group_key ? x.group_key < y.group_key : x.client_id < y.client_id;
+    });
+    std::vector<target*> chosen;
+    chosen.reserve(used);
+    auto it = targets.begin();
+    while (it != end && it->group_key.empty()) {
+        chosen.push_back(&*it);
+        ++it;
+    }
+    while (it != end) {
+        auto group_end = std::find_if(it, end, [&](const target& t) {
+            return t.group_key != it->group_key;
+        });
+        const auto members = static_cast<std::size_t>(group_end - it);
+        const std::size_t start = pick_shared_member(it->group_key, members);
+        target* pick = nullptr;
+        target* persistent_pick = nullptr;
+        for (std::size_t k = 0; k < members && pick == nullptr; ++k) {
+            target& candidate = *(it + static_cast<std::ptrdiff_t>((start + k) % members));
+            auto actor = core_.sessions().find_actor(candidate.client_id);
+            if (actor && actor->connected() && actor->writable()) {
+                pick = &candidate;
+            } else if (persistent_pick == nullptr && msg->qos != mqtt::qos::at_most_once &&
+                       candidate.qos != 0) {
+                auto session = core_.sessions().find_session(candidate.client_id);
+                if (session && session->persistent) {
+                    persistent_pick = &candidate;
+                }
+            }
+        }
+        if (pick == nullptr) {
+            pick = persistent_pick;
+        }
+        if (pick != nullptr) {
+            chosen.push_back(pick);
+        } else {
+            core_.probe().message_dropped(metrics::drop_reason::no_usable_shared_member);
+        }
+        it = group_end;
+    }
+
+    // Overlapping subscriptions of one client: one copy, highest QoS, every identifier.
+    std::sort(chosen.begin(), chosen.end(),
+              [](const target* x, const target* y) { return x->client_id < y->client_id; });
+    for (std::size_t i = 0; i < chosen.size();) {
+        target& first = *chosen[i];
+        std::size_t j = i + 1;
+        while (j < chosen.size() && chosen[j]->client_id == first.client_id) {
+            const target& other = *chosen[j];
+            first.qos = std::max(first.qos, other.qos);
+            first.retain_as_published = first.retain_as_published || other.retain_as_published;
+            first.subscription_ids.insert(first.subscription_ids.end(),
+                                          other.subscription_ids.begin(),
+                                          other.subscription_ids.end());
+            ++j;
+        }
+        deliver(msg, first, b);
+        i = j;
+    }
+}
+
+std::size_t publish_router::pick_shared_member(const std::string& group_key, std::size_t members) {
+    std::lock_guard lock(shared_mutex_);
+    return shared_counters_[group_key]++ % members;
+}
+
+void publish_router::deliver(const message_ptr& msg, const target& t, batch& b) {
+    const auto qos = static_cast<mqtt::qos>(std::min(static_cast<std::uint8_t>(msg->qos), t.qos));
+    const bool retain = t.retain_as_published && msg->retain;
+    if (qos != mqtt::qos::at_most_once) {
+        auto session = core_.sessions().find_session(t.client_id);
+        if (session && session->persistent) {
+            proto::persisted_msg pm;
+            pm.set_client_id(t.client_id);
+            to_proto(*msg, *pm.mutable_msg());
+            pm.set_qos(static_cast<std::uint32_t>(qos));
+            pm.set_retain(retain);
+            for (auto id : t.subscription_ids) {
+                pm.add_subscription_ids(id);
+            }
+            b.add();
+            core_.log().produce(core_.topics().msg_persisted(), t.client_id,
+                                pm.SerializeAsString(), {},
+                                [&b](result<produce_ack> r) { b.complete(static_cast<bool>(r)); });
+            return;
+        }
+    }
+    auto actor = core_.sessions().find_actor(t.client_id);
+    if (!actor || !actor->connected()) {
+        core_.probe().message_dropped(metrics::drop_reason::offline);
+        return;
+    }
+    if (!actor->writable()) {
+        core_.probe().message_dropped(metrics::drop_reason::non_writable);
+        return;
+    }
+    delivery d{.msg = msg, .qos = qos, .retain = retain, .subscription_ids = t.subscription_ids};
+    if (!actor->tell(client_msg::deliver{std::move(d)})) {
+        core_.probe().message_dropped(metrics::drop_reason::mailbox_full);
+    }
+}
+
+}  // namespace starling::broker

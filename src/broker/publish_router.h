@@ -1,0 +1,65 @@
+#pragma once
+
+// publish_router: the consume-and-route loop (ARCHITECTURE.md §3 steps 4–5).
+//
+// A pool of consumer threads (queue.msg-all.consumers-count), all in the consumer group
+// "msg-all-consumer-group", reads msg.all. For each record it matches the topic in the
+// subscription trie (lock-free), merges overlapping subscriptions of one client (highest QoS,
+// every subscription identifier), applies No Local and Retain As Published, picks one member
+// per shared-subscription group (round-robin among connected members), and routes each copy:
+//   - QoS 1/2 copy for a persistent session → msg.persisted (key = client id); the
+//     persisted_consumer appends it to the client's device inbox;
+//   - anything else → the live actor's mailbox, or dropped and counted (offline, not writable,
+//     mailbox full).
+// Offsets are committed once every msg.persisted write of the batch was acknowledged, so a
+// crash re-routes what was not yet handed on (at least once).
+//
+// Threads: its own consumer threads, each registered as an RCU reader of the trie.
+// Lifecycle: start() after the state snapshot is loaded; stop() wakes and joins the threads.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "broker/message.h"
+#include "metrics/routing_probe.h"
+#include "starling/message_log.h"
+
+namespace starling::broker {
+
+class broker_core;
+
+class publish_router {
+public:
+    publish_router(broker_core& core, metrics::routing_probe& probe);
+    ~publish_router();
+
+    status start();
+    void stop();
+
+    // Routes one message (public for tests); returns the number of copies produced to
+    // msg.persisted, whose completion calls `persisted_done`.
+    struct batch;
+    void route(const message_ptr& msg, batch& b);
+
+private:
+    struct target;
+    void run(std::size_t index, log_consumer* consumer);
+    void deliver(const message_ptr& msg, const target& t, batch& b);
+    std::size_t pick_shared_member(const std::string& group_key, std::size_t members);
+
+    broker_core& core_;
+    metrics::routing_probe& probe_;
+    std::atomic<bool> running_{false};
+    std::vector<std::unique_ptr<log_consumer>> consumers_;
+    std::vector<std::thread> threads_;
+    std::mutex shared_mutex_;
+    std::unordered_map<std::string, std::size_t> shared_counters_;
+};
+
+}  // namespace starling::broker

@@ -1,0 +1,45 @@
+#pragma once
+
+// broker::settings: the MQTT-behaviour knobs the broker core reads, filled by the composition
+// root from the configuration (src/config) so the core does not depend on the YAML layout.
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace starling::broker {
+
+struct settings {
+    std::string node_id = "starling-1";
+    std::string topic_prefix = "starling";
+
+    // Server Receive Maximum (inbound QoS 1/2 in flight) and the outbound window per client.
+    std::uint16_t max_in_flight = 1000;
+    std::uint32_t max_packet_size = 65536;       // inbound, bytes, fixed header included
+    std::uint16_t max_keep_alive = 600;          // seconds; Server Keep Alive above it
+    std::uint16_t topic_alias_max = 10;          // inbound aliases per connection
+    std::uint32_t min_topic_length_for_alias = 50;
+    std::uint32_t max_topic_segments = 0;        // 0: unlimited
+    bool allow_root_multi_level_wildcard = true;
+    bool retain_available = true;
+    std::uint8_t max_qos = 2;
+    std::uint32_t max_session_expiry = 604800;   // seconds
+    std::uint32_t max_client_id_length_v31 = 1024;
+    std::string response_information;            // v5 Response Information; empty: not offered
+
+    std::uint32_t persisted_messages_limit = 10000;
+    std::uint32_t persisted_messages_ttl = 604800;  // seconds
+
+    std::size_t mailbox_capacity = 10000;
+    std::size_t outbound_queue_limit = 10000;  // per non-persistent client, beyond the window
+    std::size_t throughput = 5;
+
+    std::int32_t msg_all_partitions = 16;
+    std::int64_t msg_all_retention_ms = 604800000;
+    std::int32_t msg_all_consumers = 4;
+    std::int32_t msg_persisted_partitions = 12;
+    std::int32_t msg_persisted_consumers = 2;
+    std::chrono::milliseconds poll_interval{100};
+};
+
+}  // namespace starling::broker

@@ -1,0 +1,260 @@
+#pragma once
+
+// The broker's configuration as the rest of the daemon sees it: plain structs, one per YAML
+// section, filled by load_config() (loader.h) from config/starling.yml and the environment.
+//
+// Naming rule: a field's path mirrors its YAML key with '-' turned into '_'
+// (`mqtt.keep-alive.max-keep-alive` -> `mqtt.keep_alive.max_keep_alive`), except that a unit
+// suffix in the key (`_sec`, `-ms`, `-seconds`, `-minutes`) is dropped because the field's type
+// carries the unit:
+//   - every duration is a std::chrono type;
+//   - every size is in bytes, even where the YAML value is in KB (as TBMQ's is).
+// Values are *effective* ones: "0 = number of cores" and "empty = hostname" are already
+// resolved, so no consumer has to know those conventions.
+//
+// Members have no default initialisers on purpose: the defaults live in one table in
+// loader.cpp (and, checked by a test, in config/starling.yml). Use default_config() for a
+// configuration with every default applied. Every struct compares with == (member-wise).
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace starling::config {
+
+enum class run_mode : std::uint8_t { embedded, cluster };
+
+// When the embedded message log calls fdatasync. Acknowledged data survives a process kill in
+// every mode (it is written before the ack); the policy only decides what survives power loss.
+enum class fsync_policy : std::uint8_t { none, interval, always };
+
+enum class shared_subscription_processing : std::uint8_t { round_robin };
+
+std::string_view to_string(run_mode mode);
+std::string_view to_string(fsync_policy policy);
+std::string_view to_string(shared_subscription_processing type);
+
+struct starling_section {
+    run_mode mode{};
+    std::filesystem::path data_dir;
+    std::string log_level;  // one of trace, debug, info, warn, error, critical, off
+    std::chrono::seconds shutdown_timeout{};
+
+    friend bool operator==(const starling_section&, const starling_section&) = default;
+};
+
+struct service_section {
+    std::string id;  // never empty after loading: defaults to the host name
+
+    friend bool operator==(const service_section&, const service_section&) = default;
+};
+
+struct server_section {
+    std::string address;   // IPv4 or IPv6 literal
+    std::uint16_t port{};  // 0 = any free port
+
+    friend bool operator==(const server_section&, const server_section&) = default;
+};
+
+struct netty_section {
+    std::uint32_t max_payload_size{};  // bytes: the largest MQTT packet accepted
+    std::chrono::seconds shutdown_timeout{};
+
+    friend bool operator==(const netty_section&, const netty_section&) = default;
+};
+
+struct tcp_listener_section {
+    bool enabled{};
+    std::string bind_address;
+    std::uint16_t bind_port{};  // 0 = any free port
+    netty_section netty;
+
+    friend bool operator==(const tcp_listener_section&, const tcp_listener_section&) = default;
+};
+
+struct listener_section {
+    std::uint64_t write_buffer_high_water_mark{};  // bytes
+    std::uint64_t write_buffer_low_water_mark{};   // bytes, always < high
+    std::uint64_t so_receive_buffer{};             // bytes, 0 = OS default
+    std::uint32_t io_threads{};                    // resolved: >= 1
+    tcp_listener_section tcp;
+
+    friend bool operator==(const listener_section&, const listener_section&) = default;
+};
+
+struct msg_all_queue_section {
+    std::uint32_t consumers_count{};
+    std::chrono::milliseconds poll_interval{};
+
+    friend bool operator==(const msg_all_queue_section&, const msg_all_queue_section&) = default;
+};
+
+struct kafka_topic_section {
+    std::uint32_t partitions{};
+    std::chrono::milliseconds retention{};  // -1 ms = keep forever
+
+    friend bool operator==(const kafka_topic_section&, const kafka_topic_section&) = default;
+};
+
+struct kafka_section {
+    std::string kafka_prefix;  // topic names are <prefix>.<name>; empty = no prefix
+    kafka_topic_section msg_all;
+
+    friend bool operator==(const kafka_section&, const kafka_section&) = default;
+};
+
+struct embedded_queue_section {
+    fsync_policy fsync{};
+    std::chrono::milliseconds fsync_interval{};
+    std::uint64_t segment_bytes{};
+
+    friend bool operator==(const embedded_queue_section&, const embedded_queue_section&) = default;
+};
+
+struct queue_section {
+    msg_all_queue_section msg_all;
+    kafka_section kafka;
+    embedded_queue_section embedded;
+
+    friend bool operator==(const queue_section&, const queue_section&) = default;
+};
+
+struct actor_system_section {
+    std::uint32_t throughput{};  // messages per actor per turn
+
+    friend bool operator==(const actor_system_section&, const actor_system_section&) = default;
+};
+
+struct client_actors_section {
+    std::uint32_t dispatcher_pool_size{};  // resolved: >= 1
+    std::uint32_t mailbox_capacity{};
+    std::chrono::seconds wait_before_generated_actor_stop{};
+    std::chrono::seconds wait_before_named_actor_stop{};
+
+    friend bool operator==(const client_actors_section&, const client_actors_section&) = default;
+};
+
+struct persisted_device_actors_section {
+    std::uint32_t dispatcher_pool_size{};  // resolved: >= 1
+    std::chrono::minutes wait_before_actor_stop{};
+
+    friend bool operator==(const persisted_device_actors_section&,
+                           const persisted_device_actors_section&) = default;
+};
+
+struct actors_section {
+    actor_system_section system;
+    client_actors_section client;
+    persisted_device_actors_section persisted_device;
+
+    friend bool operator==(const actors_section&, const actors_section&) = default;
+};
+
+struct keep_alive_section {
+    std::chrono::seconds max_keep_alive{};
+
+    friend bool operator==(const keep_alive_section&, const keep_alive_section&) = default;
+};
+
+struct topic_section {
+    std::uint32_t max_segments_count{};  // 0 = unlimited
+    std::uint16_t alias_max{};           // 0 = topic aliases disabled
+    std::uint32_t min_length_for_alias_replacement{};
+
+    friend bool operator==(const topic_section&, const topic_section&) = default;
+};
+
+struct subscription_section {
+    bool allow_root_multi_level_wildcard{};
+
+    friend bool operator==(const subscription_section&, const subscription_section&) = default;
+};
+
+struct shared_subscriptions_section {
+    shared_subscription_processing processing_type{};
+
+    friend bool operator==(const shared_subscriptions_section&,
+                           const shared_subscriptions_section&) = default;
+};
+
+struct client_session_expiry_section {
+    std::chrono::seconds max_expiry_interval{};
+
+    friend bool operator==(const client_session_expiry_section&,
+                           const client_session_expiry_section&) = default;
+};
+
+struct version_3_1_section {
+    std::uint16_t max_client_id_length{};
+
+    friend bool operator==(const version_3_1_section&, const version_3_1_section&) = default;
+};
+
+struct persisted_messages_section {
+    std::uint16_t limit{};  // the device inbox hands out 16-bit packet ids
+    std::chrono::seconds ttl{};
+
+    friend bool operator==(const persisted_messages_section&,
+                           const persisted_messages_section&) = default;
+};
+
+struct device_persistent_session_section {
+    persisted_messages_section persisted_messages;
+
+    friend bool operator==(const device_persistent_session_section&,
+                           const device_persistent_session_section&) = default;
+};
+
+struct persistent_session_section {
+    device_persistent_session_section device;
+
+    friend bool operator==(const persistent_session_section&,
+                           const persistent_session_section&) = default;
+};
+
+struct mqtt_section {
+    std::uint16_t max_in_flight_msgs{};
+    keep_alive_section keep_alive;
+    topic_section topic;
+    subscription_section subscription;
+    shared_subscriptions_section shared_subscriptions;
+    client_session_expiry_section client_session_expiry;
+    version_3_1_section version_3_1;
+    persistent_session_section persistent_session;
+    std::string response_info;
+    bool retain_available{};
+    std::uint8_t max_qos{};
+
+    friend bool operator==(const mqtt_section&, const mqtt_section&) = default;
+};
+
+struct mqtt_security_section {
+    bool allow_anonymous{};
+
+    friend bool operator==(const mqtt_security_section&, const mqtt_security_section&) = default;
+};
+
+struct security_section {
+    mqtt_security_section mqtt;
+
+    friend bool operator==(const security_section&, const security_section&) = default;
+};
+
+// The whole configuration. A plain value: copy it freely; nothing in it changes after
+// loading.
+struct broker_config {
+    starling_section starling;
+    service_section service;
+    server_section server;
+    listener_section listener;
+    queue_section queue;
+    actors_section actors;
+    mqtt_section mqtt;
+    security_section security;
+
+    friend bool operator==(const broker_config&, const broker_config&) = default;
+};
+
+}  // namespace starling::config

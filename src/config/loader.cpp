@@ -1,0 +1,722 @@
+#include "config/loader.h"
+
+#include "base/assert.h"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <thread>
+#include <type_traits>
+#include <unordered_set>
+#include <utility>
+
+namespace starling::config {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Enum names, shared by parsing and to_string().
+
+constexpr std::array<std::pair<std::string_view, run_mode>, 2> run_mode_names{{
+    {"embedded", run_mode::embedded},
+    {"cluster", run_mode::cluster},
+}};
+
+constexpr std::array<std::pair<std::string_view, fsync_policy>, 3> fsync_policy_names{{
+    {"none", fsync_policy::none},
+    {"interval", fsync_policy::interval},
+    {"always", fsync_policy::always},
+}};
+
+constexpr std::array<std::pair<std::string_view, shared_subscription_processing>, 1>
+    shared_processing_names{{
+        {"ROUND_ROBIN", shared_subscription_processing::round_robin},
+    }};
+
+constexpr std::array<std::string_view, 7> log_levels{"trace", "debug",    "info", "warn",
+                                                     "error", "critical", "off"};
+
+template <class E, std::size_t N>
+std::string_view name_of(const std::array<std::pair<std::string_view, E>, N>& names, E value) {
+    for (const auto& [name, candidate] : names) {
+        if (candidate == value) {
+            return name;
+        }
+    }
+    return "?";
+}
+
+template <class Range>
+std::string join(const Range& items, std::string_view separator = ", ") {
+    std::string out;
+    for (const auto& item : items) {
+        if (!out.empty()) {
+            out += separator;
+        }
+        if constexpr (requires { item.first; }) {
+            out += item.first;
+        } else {
+            out += item;
+        }
+    }
+    return out;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+               return std::tolower(static_cast<unsigned char>(x)) ==
+                      std::tolower(static_cast<unsigned char>(y));
+           });
+}
+
+std::string_view trim(std::string_view text) {
+    const auto first = text.find_first_not_of(" \t\r\n");
+    if (first == std::string_view::npos) {
+        return {};
+    }
+    const auto last = text.find_last_not_of(" \t\r\n");
+    return text.substr(first, last - first + 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A value as found for one key, after placeholder substitution.
+
+struct raw_value {
+    std::string_view key;
+    std::string text;
+    std::string env_used;  // the variable(s) that supplied the value, for error messages
+};
+
+[[noreturn]] void reject(const raw_value& value, std::string_view why) {
+    std::string message = fmt::format("{}: \"{}\" {}", value.key, value.text, why);
+    if (!value.env_used.empty()) {
+        message += fmt::format(" (value from environment variable {})", value.env_used);
+    }
+    throw config_error(std::string(value.key), message);
+}
+
+bool valid_env_name(std::string_view name) {
+    if (name.empty() || std::isdigit(static_cast<unsigned char>(name.front())) != 0) {
+        return false;
+    }
+    return std::all_of(name.begin(), name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+    });
+}
+
+// Replaces every ${NAME} and ${NAME:default} in text. The default runs to the closing brace
+// and may itself contain ':' (Spring's rule); nesting is not supported.
+raw_value substitute(std::string_view key, std::string_view text, const env_lookup& env) {
+    raw_value out{key, {}, {}};
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+        const auto open = text.find("${", pos);
+        if (open == std::string_view::npos) {
+            out.text.append(text.substr(pos));
+            break;
+        }
+        out.text.append(text.substr(pos, open - pos));
+        const auto close = text.find('}', open + 2);
+        if (close == std::string_view::npos) {
+            throw config_error(
+                std::string(key),
+                fmt::format("{}: \"{}\" has a '${{' without its closing '}}'", key, text));
+        }
+        const auto inner = text.substr(open + 2, close - open - 2);
+        const auto colon = inner.find(':');
+        const auto name = inner.substr(0, colon);
+        if (!valid_env_name(name)) {
+            throw config_error(std::string(key),
+                               fmt::format("{}: \"{}\" has a malformed placeholder: \"{}\" is not "
+                                           "an environment variable name",
+                                           key, text, name));
+        }
+        if (auto found = env(name)) {
+            out.text += *found;
+            if (!out.env_used.empty()) {
+                out.env_used += ", ";
+            }
+            out.env_used += name;
+        } else if (colon != std::string_view::npos) {
+            out.text.append(inner.substr(colon + 1));
+        } else {
+            throw config_error(std::string(key),
+                               fmt::format("{}: \"{}\" needs environment variable {}, which is "
+                                           "not set",
+                                           key, text, name));
+        }
+        pos = close + 1;
+    }
+    return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The binder: one table row per key. A row knows the key, its environment variable, its
+// default, and how to parse, check and store the value.
+
+using applier = std::function<void(broker_config&, const raw_value&)>;
+
+struct binding {
+    key_info info;
+    applier apply;
+};
+
+template <class T>
+struct is_duration : std::false_type {};
+template <class Rep, class Period>
+struct is_duration<std::chrono::duration<Rep, Period>> : std::true_type {};
+
+template <class Access>
+using field_of = std::remove_cvref_t<std::invoke_result_t<Access, broker_config&>>;
+
+std::optional<std::int64_t> parse_integer(std::string_view text) {
+    text = trim(text);
+    std::int64_t value = 0;
+    const auto* end = text.data() + text.size();
+    auto [ptr, ec] = std::from_chars(text.data(), end, value);
+    if (text.empty() || ec != std::errc{} || ptr != end) {
+        return std::nullopt;
+    }
+    return value;
+}
+
+// Spring's relaxed booleans, so TBMQ env files carry over.
+std::optional<bool> parse_bool(std::string_view text) {
+    text = trim(text);
+    for (std::string_view yes : {"true", "yes", "on", "1"}) {
+        if (iequals(text, yes)) {
+            return true;
+        }
+    }
+    for (std::string_view no : {"false", "no", "off", "0"}) {
+        if (iequals(text, no)) {
+            return false;
+        }
+    }
+    return std::nullopt;
+}
+
+struct int_rule {
+    std::int64_t min;
+    std::int64_t max;
+    std::string_view unit = {};  // the unit the file uses, shown in messages
+    std::int64_t scale = 1;      // file unit -> stored unit (KB -> bytes: 1024)
+    std::string_view note = {};  // extra explanation for out-of-range values
+};
+
+template <class Access>
+binding integer(key_info info, Access access, int_rule rule) {
+    using field_type = field_of<Access>;
+    if constexpr (is_duration<field_type>::value) {
+        STARLING_ASSERT(rule.scale == 1);
+        STARLING_ASSERT(rule.max <= std::numeric_limits<typename field_type::rep>::max());
+    } else {
+        static_assert(std::is_integral_v<field_type>);
+        STARLING_ASSERT(rule.min >= 0 || std::is_signed_v<field_type>);
+        STARLING_ASSERT(static_cast<std::uint64_t>(rule.max) *
+                            static_cast<std::uint64_t>(rule.scale) <=
+                        static_cast<std::uint64_t>(std::numeric_limits<field_type>::max()));
+    }
+    return {info, [access, rule](broker_config& config, const raw_value& value) {
+                const auto parsed = parse_integer(value.text);
+                if (!parsed) {
+                    reject(value, "is not an integer");
+                }
+                if (*parsed < rule.min || *parsed > rule.max) {
+                    std::string why = fmt::format("is out of range ({}..{}{}{}", rule.min, rule.max,
+                                                  rule.unit.empty() ? "" : " ", rule.unit);
+                    if (!rule.note.empty()) {
+                        why += fmt::format("; {}", rule.note);
+                    }
+                    reject(value, why + ")");
+                }
+                if constexpr (is_duration<field_type>::value) {
+                    access(config) = field_type{*parsed};
+                } else {
+                    access(config) = static_cast<field_type>(*parsed * rule.scale);
+                }
+            }};
+}
+
+template <class Access>
+binding port(key_info info, Access access) {
+    static_assert(std::is_same_v<field_of<Access>, std::uint16_t>);
+    return {info, [access](broker_config& config, const raw_value& value) {
+                const auto parsed = parse_integer(value.text);
+                if (!parsed || *parsed < 0 || *parsed > 65535) {
+                    reject(value, "is not a valid port (1..65535, or 0 for any)");
+                }
+                access(config) = static_cast<std::uint16_t>(*parsed);
+            }};
+}
+
+template <class Access>
+binding boolean(key_info info, Access access) {
+    return {info, [access](broker_config& config, const raw_value& value) {
+                const auto parsed = parse_bool(value.text);
+                if (!parsed) {
+                    reject(value, "is not a boolean (true or false)");
+                }
+                access(config) = *parsed;
+            }};
+}
+
+template <class Access, class E, std::size_t N>
+binding enumeration(key_info info, Access access,
+                    const std::array<std::pair<std::string_view, E>, N>& names) {
+    return {info, [access, &names](broker_config& config, const raw_value& value) {
+                const auto text = trim(value.text);
+                for (const auto& [name, candidate] : names) {
+                    if (iequals(text, name)) {
+                        access(config) = candidate;
+                        return;
+                    }
+                }
+                reject(value, fmt::format("is not one of: {}", join(names)));
+            }};
+}
+
+// Returns why a string is not acceptable, or nullopt when it is.
+using string_check = std::optional<std::string> (*)(std::string_view);
+
+template <class Access>
+binding text(key_info info, Access access, string_check check = nullptr) {
+    return {info, [access, check](broker_config& config, const raw_value& value) {
+                if (check != nullptr) {
+                    if (auto why = check(value.text)) {
+                        reject(value, *why);
+                    }
+                }
+                access(config) = value.text;
+            }};
+}
+
+// --- string checks
+
+std::optional<std::string> ip_address(std::string_view text) {
+    const std::string s(text);
+    unsigned char buffer[sizeof(in6_addr)];
+    if (inet_pton(AF_INET, s.c_str(), buffer) == 1 || inet_pton(AF_INET6, s.c_str(), buffer) == 1) {
+        return std::nullopt;
+    }
+    return "is not an IPv4 or IPv6 address (use 0.0.0.0 or :: for every interface)";
+}
+
+std::optional<std::string> not_empty(std::string_view text) {
+    if (trim(text).empty()) {
+        return "must not be empty";
+    }
+    return std::nullopt;
+}
+
+std::optional<std::string> known_log_level(std::string_view text) {
+    if (std::find(log_levels.begin(), log_levels.end(), text) == log_levels.end()) {
+        return fmt::format("is not a known log level ({})", join(log_levels));
+    }
+    return std::nullopt;
+}
+
+// Node ids and the topic prefix become parts of log topic names, which Kafka restricts to
+// [a-zA-Z0-9._-] and 249 characters in all.
+constexpr std::size_t max_name_part = 100;
+
+std::optional<std::string> topic_name_part(std::string_view text) {
+    if (text.size() > max_name_part) {
+        return fmt::format("is longer than {} characters (it becomes part of log topic names)",
+                           max_name_part);
+    }
+    const auto bad = std::find_if(text.begin(), text.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '.' && c != '_' && c != '-';
+    });
+    if (bad != text.end()) {
+        return fmt::format(
+            "contains '{}'; only letters, digits, '.', '_' and '-' are allowed (it becomes part "
+            "of log topic names)",
+            *bad);
+    }
+    return std::nullopt;
+}
+
+// Spelling a field access as a lambda per row keeps each row on one line; the macro exists
+// only to spare that boilerplate and is undefined right after the table.
+#define FIELD(path) \
+    [](broker_config & c) -> auto& { return c.path; }
+
+constexpr std::int64_t u32_max = std::numeric_limits<std::uint32_t>::max();
+constexpr std::int64_t i64_max = std::numeric_limits<std::int64_t>::max();
+
+// Adding a key: a field in broker_config.h, a row here, a line in config/starling.yml (and
+// its row in docs/configuration.md). Tests check that the file and this table agree.
+const std::vector<binding>& bindings() {
+    static const std::vector<binding> table{
+        // --- starling
+        enumeration({"starling.mode", "STARLING_MODE", "embedded"}, FIELD(starling.mode),
+                    run_mode_names),
+        text({"starling.data_dir", "STARLING_DATA_DIR", "./data"}, FIELD(starling.data_dir),
+             not_empty),
+        text({"starling.log_level", "STARLING_LOG_LEVEL", "info"}, FIELD(starling.log_level),
+             known_log_level),
+        integer({"starling.shutdown_timeout_sec", "TBMQ_GRACEFUL_SHUTDOWN_TIMEOUT_SEC", "10"},
+                FIELD(starling.shutdown_timeout), {.min = 0, .max = 3600, .unit = "s"}),
+        // --- service
+        text({"service.id", "TB_SERVICE_ID", ""}, FIELD(service.id), topic_name_part),
+        // --- server (HTTP)
+        text({"server.address", "HTTP_BIND_ADDRESS", "0.0.0.0"}, FIELD(server.address), ip_address),
+        port({"server.port", "HTTP_BIND_PORT", "8083"}, FIELD(server.port)),
+        // --- listener
+        integer(
+            {"listener.write_buffer_high_water_mark", "NETTY_WRITE_BUFFER_HIGH_WATER_MARK", "1280"},
+            FIELD(listener.write_buffer_high_water_mark),
+            {.min = 1, .max = 1048576, .unit = "KB", .scale = 1024}),
+        integer(
+            {"listener.write_buffer_low_water_mark", "NETTY_WRITE_BUFFER_LOW_WATER_MARK", "640"},
+            FIELD(listener.write_buffer_low_water_mark),
+            {.min = 0, .max = 1048576, .unit = "KB", .scale = 1024}),
+        integer({"listener.so_receive_buffer", "NETTY_SO_RECEIVE_BUFFER", "0"},
+                FIELD(listener.so_receive_buffer),
+                {.min = 0, .max = 1048576, .unit = "KB", .scale = 1024, .note = "0 = OS default"}),
+        integer({"listener.io_threads", "LISTENER_IO_THREADS", "0"}, FIELD(listener.io_threads),
+                {.min = 0, .max = 1024, .note = "0 = number of cores"}),
+        boolean({"listener.tcp.enabled", "LISTENER_TCP_ENABLED", "true"},
+                FIELD(listener.tcp.enabled)),
+        text({"listener.tcp.bind_address", "LISTENER_TCP_BIND_ADDRESS", "0.0.0.0"},
+             FIELD(listener.tcp.bind_address), ip_address),
+        port({"listener.tcp.bind_port", "LISTENER_TCP_BIND_PORT", "1883"},
+             FIELD(listener.tcp.bind_port)),
+        integer({"listener.tcp.netty.max_payload_size", "TCP_NETTY_MAX_PAYLOAD_SIZE", "65536"},
+                FIELD(listener.tcp.netty.max_payload_size),
+                {.min = 64,
+                 .max = 268435460,
+                 .unit = "bytes",
+                 .note = "the largest MQTT packet is 268435460 bytes"}),
+        integer({"listener.tcp.netty.shutdown_timeout", "TCP_NETTY_SHUTDOWN_TIMEOUT", "5"},
+                FIELD(listener.tcp.netty.shutdown_timeout), {.min = 0, .max = 3600, .unit = "s"}),
+        // --- queue
+        integer({"queue.msg-all.consumers-count", "TB_MSG_ALL_CONSUMERS_COUNT", "4"},
+                FIELD(queue.msg_all.consumers_count), {.min = 1, .max = 1024}),
+        integer({"queue.msg-all.poll-interval", "TB_MSG_ALL_POLL_INTERVAL", "100"},
+                FIELD(queue.msg_all.poll_interval), {.min = 1, .max = 60000, .unit = "ms"}),
+        text({"queue.kafka.kafka-prefix", "TB_KAFKA_PREFIX", "starling"},
+             FIELD(queue.kafka.kafka_prefix), topic_name_part),
+        integer({"queue.kafka.msg-all.partitions", "TB_KAFKA_MSG_ALL_PARTITIONS", "16"},
+                FIELD(queue.kafka.msg_all.partitions), {.min = 1, .max = 10000}),
+        integer({"queue.kafka.msg-all.retention-ms", "TB_KAFKA_MSG_ALL_RETENTION_MS", "604800000"},
+                FIELD(queue.kafka.msg_all.retention),
+                {.min = -1, .max = i64_max, .unit = "ms", .note = "-1 = keep forever"}),
+        enumeration({"queue.embedded.fsync", "STARLING_EMBEDDED_FSYNC", "interval"},
+                    FIELD(queue.embedded.fsync), fsync_policy_names),
+        integer({"queue.embedded.fsync-interval-ms", "STARLING_EMBEDDED_FSYNC_INTERVAL_MS", "1000"},
+                FIELD(queue.embedded.fsync_interval), {.min = 1, .max = 3600000, .unit = "ms"}),
+        integer({"queue.embedded.segment-bytes", "STARLING_EMBEDDED_SEGMENT_BYTES", "67108864"},
+                FIELD(queue.embedded.segment_bytes),
+                {.min = 4096, .max = 1073741824, .unit = "bytes"}),
+        // --- actors
+        integer({"actors.system.throughput", "ACTORS_SYSTEM_THROUGHPUT", "5"},
+                FIELD(actors.system.throughput), {.min = 1, .max = 100000}),
+        integer({"actors.client.dispatcher-pool-size", "ACTORS_SYSTEM_CLIENT_DISPATCHER_POOL_SIZE",
+                 "0"},
+                FIELD(actors.client.dispatcher_pool_size),
+                {.min = 0, .max = 1024, .note = "0 = number of cores"}),
+        integer(
+            {"actors.client.mailbox-capacity", "ACTORS_SYSTEM_CLIENT_MAILBOX_CAPACITY", "10000"},
+            FIELD(actors.client.mailbox_capacity), {.min = 1, .max = 10000000}),
+        integer({"actors.client.wait-before-generated-actor-stop-seconds",
+                 "ACTORS_SYSTEM_CLIENT_WAIT_BEFORE_GENERATED_ACTOR_STOP_SECONDS", "10"},
+                FIELD(actors.client.wait_before_generated_actor_stop),
+                {.min = 0, .max = 86400, .unit = "s"}),
+        integer({"actors.client.wait-before-named-actor-stop-seconds",
+                 "ACTORS_SYSTEM_CLIENT_WAIT_BEFORE_NAMED_ACTOR_STOP_SECONDS", "60"},
+                FIELD(actors.client.wait_before_named_actor_stop),
+                {.min = 0, .max = 86400, .unit = "s"}),
+        integer({"actors.persisted-device.dispatcher-pool-size",
+                 "ACTORS_SYSTEM_PERSISTED_DEVICE_DISPATCHER_POOL_SIZE", "0"},
+                FIELD(actors.persisted_device.dispatcher_pool_size),
+                {.min = 0, .max = 1024, .note = "0 = number of cores"}),
+        integer({"actors.persisted-device.wait-before-actor-stop-minutes",
+                 "ACTORS_SYSTEM_PERSISTED_DEVICE_WAIT_BEFORE_ACTOR_STOP_MINUTES", "5"},
+                FIELD(actors.persisted_device.wait_before_actor_stop),
+                {.min = 0, .max = 1440, .unit = "min"}),
+        // --- mqtt
+        integer({"mqtt.max-in-flight-msgs", "MQTT_MAX_IN_FLIGHT_MSGS", "1000"},
+                FIELD(mqtt.max_in_flight_msgs),
+                {.min = 1, .max = 65535, .note = "it is the MQTT 5 Receive Maximum"}),
+        integer({"mqtt.keep-alive.max-keep-alive", "MQTT_KEEP_ALIVE_MAX_KEEP_ALIVE_SEC", "600"},
+                FIELD(mqtt.keep_alive.max_keep_alive), {.min = 1, .max = 65535, .unit = "s"}),
+        integer({"mqtt.topic.max-segments-count", "MQTT_TOPIC_MAX_SEGMENTS_COUNT", "0"},
+                FIELD(mqtt.topic.max_segments_count),
+                {.min = 0, .max = 65535, .note = "0 = unlimited"}),
+        integer({"mqtt.topic.alias-max", "MQTT_TOPIC_ALIAS_MAX", "10"}, FIELD(mqtt.topic.alias_max),
+                {.min = 0, .max = 65535, .note = "0 = disabled"}),
+        integer({"mqtt.topic.min-length-for-alias-replacement",
+                 "MQTT_TOPIC_MIN_LENGTH_FOR_ALIAS_REPLACEMENT", "50"},
+                FIELD(mqtt.topic.min_length_for_alias_replacement), {.min = 0, .max = 65535}),
+        boolean({"mqtt.subscription.allow-root-multi-level-wildcard",
+                 "MQTT_SUBSCRIPTION_ROOT_MULTI_LVL_WILDCARD", "true"},
+                FIELD(mqtt.subscription.allow_root_multi_level_wildcard)),
+        enumeration({"mqtt.shared-subscriptions.processing-type",
+                     "MQTT_SHARED_SUBSCRIPTIONS_PROCESSING_TYPE", "ROUND_ROBIN"},
+                    FIELD(mqtt.shared_subscriptions.processing_type), shared_processing_names),
+        integer({"mqtt.client-session-expiry.max-expiry-interval",
+                 "MQTT_CLIENT_SESSION_EXPIRY_MAX_EXPIRY_INTERVAL", "604800"},
+                FIELD(mqtt.client_session_expiry.max_expiry_interval),
+                {.min = 0, .max = u32_max, .unit = "s"}),
+        integer({"mqtt.version-3-1.max-client-id-length", "MQTT_3_1_MAX_CLIENT_ID_LENGTH", "1024"},
+                FIELD(mqtt.version_3_1.max_client_id_length), {.min = 1, .max = 65535}),
+        integer({"mqtt.persistent-session.device.persisted-messages.limit",
+                 "MQTT_PERSISTENT_SESSION_DEVICE_PERSISTED_MESSAGES_LIMIT", "10000"},
+                FIELD(mqtt.persistent_session.device.persisted_messages.limit),
+                {.min = 1,
+                 .max = 65535,
+                 .note = "a device inbox holds at most 65535 messages, one per packet id"}),
+        integer({"mqtt.persistent-session.device.persisted-messages.ttl",
+                 "MQTT_PERSISTENT_SESSION_DEVICE_PERSISTED_MESSAGES_TTL", "604800"},
+                FIELD(mqtt.persistent_session.device.persisted_messages.ttl),
+                {.min = 1, .max = u32_max, .unit = "s"}),
+        text({"mqtt.response-info", "MQTT_RESPONSE_INFO", ""}, FIELD(mqtt.response_info)),
+        boolean({"mqtt.retain-available", "MQTT_RETAIN_AVAILABLE", "true"},
+                FIELD(mqtt.retain_available)),
+        integer({"mqtt.max-qos", "MQTT_MAX_QOS", "2"}, FIELD(mqtt.max_qos), {.min = 0, .max = 2}),
+        // --- security
+        boolean({"security.mqtt.allow-anonymous", "SECURITY_MQTT_ALLOW_ANONYMOUS", "true"},
+                FIELD(security.mqtt.allow_anonymous)),
+    };
+    return table;
+}
+
+#undef FIELD
+
+// ---------------------------------------------------------------------------------------------
+// Walking the YAML document.
+
+std::vector<std::string_view> split_key(std::string_view key) {
+    std::vector<std::string_view> parts;
+    std::size_t start = 0;
+    while (true) {
+        const auto dot = key.find('.', start);
+        parts.push_back(key.substr(start, dot - start));
+        if (dot == std::string_view::npos) {
+            return parts;
+        }
+        start = dot + 1;
+    }
+}
+
+// The scalar text at `key`, or nullopt when the file does not have it. Recursion rather than a
+// loop because yaml-cpp's Node has reference semantics: assigning one writes through.
+std::optional<std::string> find_value(const YAML::Node& node,
+                                      std::span<const std::string_view> parts, std::string_view key,
+                                      const std::string& path) {
+    if (!node.IsDefined()) {
+        return std::nullopt;
+    }
+    if (parts.empty()) {
+        if (node.IsNull()) {
+            return std::string{};
+        }
+        if (!node.IsScalar()) {
+            const auto* what = node.IsMap() ? "a section" : "a list";
+            throw config_error(std::string(key),
+                               fmt::format("{}: expected a single value, found {}", key, what));
+        }
+        return node.Scalar();
+    }
+    if (node.IsNull()) {
+        return std::nullopt;
+    }
+    if (!node.IsMap()) {
+        const auto* what = node.IsSequence() ? "a list" : "a single value";
+        throw config_error(path, fmt::format("{}: expected a section (holding \"{}\"), found {}",
+                                             path, parts.front(), what));
+    }
+    const YAML::Node child = node[std::string(parts.front())];
+    const auto child_path =
+        path.empty() ? std::string(parts.front()) : fmt::format("{}.{}", path, parts.front());
+    return find_value(child, parts.subspan(1), key, child_path);
+}
+
+std::optional<std::string> find_value(const YAML::Node& root, std::string_view key) {
+    const auto parts = split_key(key);
+    return find_value(root, parts, key, "");
+}
+
+// Collects the dotted path of every leaf (anything that is not a non-empty section).
+void collect_leaves(const YAML::Node& node, const std::string& prefix,
+                    std::vector<std::string>& out) {
+    if (!node.IsMap() || node.size() == 0) {
+        if (!prefix.empty()) {
+            out.push_back(prefix);
+        }
+        return;
+    }
+    for (const auto& entry : node) {
+        if (!entry.first.IsScalar()) {
+            continue;
+        }
+        const auto child =
+            prefix.empty() ? entry.first.Scalar() : prefix + "." + entry.first.Scalar();
+        collect_leaves(entry.second, child, out);
+    }
+}
+
+void warn(const load_options& options, std::string message) {
+    spdlog::warn("{}", message);
+    if (options.warnings != nullptr) {
+        options.warnings->push_back(std::move(message));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rules that involve more than one key, and resolution of "0 = cores" / "empty = hostname".
+
+std::string host_name() {
+    std::array<char, 256> buffer{};
+    if (::gethostname(buffer.data(), buffer.size() - 1) != 0) {
+        return {};
+    }
+    return buffer.data();
+}
+
+std::uint32_t cores() { return std::max(1U, std::thread::hardware_concurrency()); }
+
+void cross_check(const broker_config& config) {
+    const auto& listener = config.listener;
+    if (listener.write_buffer_low_water_mark >= listener.write_buffer_high_water_mark) {
+        throw config_error(
+            "listener.write_buffer_low_water_mark",
+            fmt::format("listener.write_buffer_low_water_mark: \"{}\" must be lower than "
+                        "listener.write_buffer_high_water_mark (\"{}\"), or a channel could "
+                        "never become writable again",
+                        listener.write_buffer_low_water_mark / 1024,
+                        listener.write_buffer_high_water_mark / 1024));
+    }
+    if (config.queue.kafka.msg_all.retention.count() == 0) {
+        throw config_error("queue.kafka.msg-all.retention-ms",
+                           "queue.kafka.msg-all.retention-ms: \"0\" would delete every record at "
+                           "once (use -1 to keep records forever)");
+    }
+}
+
+void resolve(broker_config& config) {
+    if (config.service.id.empty()) {
+        config.service.id = host_name();
+        if (config.service.id.empty()) {
+            throw config_error("service.id",
+                               "service.id: \"\" is empty and the host name cannot be read; set "
+                               "TB_SERVICE_ID");
+        }
+        if (auto why = topic_name_part(config.service.id)) {
+            throw config_error("service.id",
+                               fmt::format("service.id: \"{}\" (the host name) {}; set "
+                                           "TB_SERVICE_ID",
+                                           config.service.id, *why));
+        }
+    }
+    for (auto* threads : {&config.listener.io_threads, &config.actors.client.dispatcher_pool_size,
+                          &config.actors.persisted_device.dispatcher_pool_size}) {
+        if (*threads == 0) {
+            *threads = cores();
+        }
+    }
+}
+
+YAML::Node parse_yaml(std::string_view yaml_text, std::string_view source_name) {
+    try {
+        YAML::Node root = YAML::Load(std::string(yaml_text));
+        if (root.IsDefined() && !root.IsNull() && !root.IsMap()) {
+            throw config_error(
+                "", fmt::format("{}: the document must be a map of sections", source_name));
+        }
+        return root;
+    } catch (const YAML::ParserException& e) {
+        throw config_error("", fmt::format("{}:{}:{}: YAML syntax error: {}", source_name,
+                                           e.mark.line + 1, e.mark.column + 1, e.msg));
+    }
+}
+
+}  // namespace
+
+std::string_view to_string(run_mode mode) { return name_of(run_mode_names, mode); }
+std::string_view to_string(fsync_policy policy) { return name_of(fsync_policy_names, policy); }
+std::string_view to_string(shared_subscription_processing type) {
+    return name_of(shared_processing_names, type);
+}
+
+std::optional<std::string> process_environment(std::string_view name) {
+    const char* value = std::getenv(std::string(name).c_str());
+    if (value == nullptr) {
+        return std::nullopt;
+    }
+    return std::string(value);
+}
+
+broker_config parse_config(std::string_view yaml_text, const load_options& options,
+                           std::string_view source_name) {
+    const YAML::Node root = parse_yaml(yaml_text, source_name);
+    broker_config config;
+    std::unordered_set<std::string_view> known;
+    for (const auto& row : bindings()) {
+        known.insert(row.info.key);
+        auto written = find_value(root, row.info.key);
+        const std::string source =
+            written ? std::move(*written)
+                    : fmt::format("${{{}:{}}}", row.info.env, row.info.default_value);
+        row.apply(config, substitute(row.info.key, source, options.env));
+    }
+    std::vector<std::string> leaves;
+    collect_leaves(root, "", leaves);
+    for (const auto& leaf : leaves) {
+        if (!known.contains(leaf)) {
+            warn(options,
+                 fmt::format("{}: unknown configuration key '{}' ignored", source_name, leaf));
+        }
+    }
+    cross_check(config);
+    resolve(config);
+    return config;
+}
+
+broker_config load_config(const std::filesystem::path& file, const load_options& options) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) {
+        throw config_error(
+            "", fmt::format("cannot read config file {}: {}", file.string(), std::strerror(errno)));
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    return parse_config(text.str(), options, file.string());
+}
+
+broker_config load_config(const std::filesystem::path& file) {
+    return load_config(file, load_options{});
+}
+
+broker_config default_config() {
+    load_options options;
+    options.env = [](std::string_view) { return std::optional<std::string>{}; };
+    return parse_config("", options, "<defaults>");
+}
+
+std::span<const key_info> known_keys() {
+    static const std::vector<key_info> keys = [] {
+        std::vector<key_info> out;
+        for (const auto& row : bindings()) {
+            out.push_back(row.info);
+        }
+        return out;
+    }();
+    return keys;
+}
+
+}  // namespace starling::config

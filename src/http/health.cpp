@@ -1,0 +1,90 @@
+#include "http/health.h"
+
+#include <algorithm>
+#include <exception>
+#include <utility>
+#include <vector>
+
+namespace starling::http {
+
+std::string_view to_string(health_status status) {
+    switch (status) {
+        case health_status::up:
+            return "UP";
+        case health_status::degraded:
+            return "DEGRADED";
+        case health_status::out_of_service:
+            return "OUT_OF_SERVICE";
+        case health_status::down:
+            return "DOWN";
+    }
+    return "DOWN";
+}
+
+bool is_serving(health_status status) {
+    return status == health_status::up || status == health_status::degraded;
+}
+
+bool health_registry::add(std::string name, check fn) {
+    std::lock_guard lock(mutex_);
+    return checks_.emplace(std::move(name), std::move(fn)).second;
+}
+
+bool health_registry::remove(std::string_view name) {
+    std::lock_guard lock(mutex_);
+    const auto it = checks_.find(name);
+    if (it == checks_.end()) {
+        return false;
+    }
+    checks_.erase(it);
+    return true;
+}
+
+void health_registry::set_lifecycle(lifecycle state) {
+    std::lock_guard lock(mutex_);
+    lifecycle_ = state;
+}
+
+lifecycle health_registry::current_lifecycle() const {
+    std::lock_guard lock(mutex_);
+    return lifecycle_;
+}
+
+health_report health_registry::evaluate() const {
+    // Copy the checks so none runs under the lock: a slow or re-entrant check must not block
+    // registration or another scrape.
+    std::vector<std::pair<std::string, check>> checks;
+    lifecycle state{};
+    {
+        std::lock_guard lock(mutex_);
+        checks.assign(checks_.begin(), checks_.end());
+        state = lifecycle_;
+    }
+
+    health_report report;
+    report.status = state == lifecycle::running ? health_status::up : health_status::out_of_service;
+    auto components = nlohmann::json::object();
+    for (const auto& [name, fn] : checks) {
+        component_health health;
+        try {
+            health = fn();
+        } catch (const std::exception& e) {
+            health = {health_status::down, {{"error", e.what()}}};
+        } catch (...) {
+            health = {health_status::down, {{"error", "unknown exception"}}};
+        }
+        report.status = std::max(report.status, health.status);
+        auto component = nlohmann::json::object();
+        component["status"] = to_string(health.status);
+        if (!health.details.empty()) {
+            component["details"] = std::move(health.details);
+        }
+        components[name] = std::move(component);
+    }
+    report.body = nlohmann::json::object();
+    report.body["status"] = to_string(report.status);
+    report.body["components"] = std::move(components);
+    return report;
+}
+
+}  // namespace starling::http

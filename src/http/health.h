@@ -1,0 +1,72 @@
+#pragma once
+
+// Health reporting for GET /actuator/health, shaped like Spring Boot's so TBMQ's probes and
+// dashboards keep working:
+//   {"status":"UP","components":{"messageLog":{"status":"UP","details":{...}}, ...}}
+//
+// Components (message log, device inbox, metadata store...) register a check function. The
+// overall status is the worst of the components, and OUT_OF_SERVICE at least while the node
+// is starting or stopping, so a load balancer or Kubernetes readiness probe takes it out of
+// rotation then.
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+namespace starling::http {
+
+// In ascending severity: the overall status is the highest of its components' (Spring's
+// order, with DEGRADED between UP and OUT_OF_SERVICE).
+enum class health_status : std::uint8_t { up, degraded, out_of_service, down };
+
+// "UP", "DEGRADED", "OUT_OF_SERVICE", "DOWN".
+std::string_view to_string(health_status status);
+
+// UP and DEGRADED still serve traffic: 200. The others: 503.
+bool is_serving(health_status status);
+
+struct component_health {
+    health_status status = health_status::up;
+    nlohmann::json details = nlohmann::json::object();  // omitted from the output when empty
+};
+
+// Where the node is in its life; anything but running reports at least OUT_OF_SERVICE.
+enum class lifecycle : std::uint8_t { starting, running, stopping };
+
+struct health_report {
+    health_status status = health_status::up;
+    nlohmann::json body;
+};
+
+// The set of registered checks.
+//
+// Lifecycle: created by the composition root before the components that register with it,
+// destroyed after the HTTP server. Concurrency: every method is thread-safe. evaluate() runs
+// the checks on the calling thread (an HTTP I/O thread) outside the registry's lock, so a
+// check must be quick and must not block: report state the component already holds.
+class health_registry {
+  public:
+    using check = std::function<component_health()>;
+
+    // Returns false (and changes nothing) when the name is already registered.
+    bool add(std::string name, check fn);
+    bool remove(std::string_view name);
+
+    void set_lifecycle(lifecycle state);  // starts as lifecycle::starting
+    lifecycle current_lifecycle() const;
+
+    // Runs every check. A check that throws reports DOWN with the exception's message.
+    health_report evaluate() const;
+
+  private:
+    mutable std::mutex mutex_;
+    std::map<std::string, check, std::less<>> checks_;
+    lifecycle lifecycle_ = lifecycle::starting;
+};
+
+}  // namespace starling::http

@@ -1,0 +1,97 @@
+#include "metrics/broker_probe.h"
+
+#include "base/assert.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
+#include <string>
+
+namespace starling::metrics {
+namespace {
+
+constexpr std::array<std::string_view, drop_reason_count> drop_reason_names{
+    "non_writable", "incoming_rate",    "outgoing_rate", "device_persisted_limit",
+    "quota",        "queue_trim",       "expired",       "no_usable_shared_member",
+    "offline",      "packet_too_large", "mailbox_full",  "not_authorized",
+};
+static_assert(static_cast<std::size_t>(drop_reason::not_authorized) + 1 == drop_reason_count);
+
+prometheus::Gauge& gauge(prometheus::Registry& registry, const std::string& name,
+                         const std::string& help) {
+    return prometheus::BuildGauge().Name(name).Help(help).Register(registry).Add({});
+}
+
+// One counter per QoS level, all registered up front so each series starts at 0.
+std::array<prometheus::Counter*, 3> per_qos(prometheus::Registry& registry, const std::string& name,
+                                            const std::string& help) {
+    auto& family = prometheus::BuildCounter().Name(name).Help(help).Register(registry);
+    return {&family.Add({{"qos", "0"}}), &family.Add({{"qos", "1"}}), &family.Add({{"qos", "2"}})};
+}
+
+}  // namespace
+
+std::string_view to_string(drop_reason reason) {
+    return drop_reason_names[static_cast<std::size_t>(reason)];
+}
+
+broker_probe::broker_probe(prometheus::Registry& registry)
+    : connected_(gauge(registry, "connectedSessions", "MQTT clients connected to this node")),
+      sessions_(gauge(registry, "allClientSessions",
+                      "Client sessions known to the cluster, connected or not")),
+      subscriptions_(
+          gauge(registry, "clientSubscriptions", "Topic subscriptions of all client sessions")),
+      retained_(gauge(registry, "retainedMessages", "Retained messages stored")),
+      last_will_clients_(
+          gauge(registry, "lastWillClients", "Connected clients that registered a will message")),
+      non_writable_clients_(gauge(registry, "nonWritableClients",
+                                  "Connections over their write-buffer high water mark")),
+      received_(per_qos(registry, "incomingPublishMsgs_total",
+                        "PUBLISH packets received from clients, by QoS")),
+      sent_(per_qos(registry, "outgoingPublishMsgs_total",
+                    "PUBLISH packets sent to clients, by QoS")) {
+    auto& dropped = prometheus::BuildCounter()
+                        .Name("droppedMsgs_total")
+                        .Help("Message copies not delivered, by reason")
+                        .Register(registry);
+    for (std::size_t i = 0; i < drop_reason_count; ++i) {
+        dropped_[i] = &dropped.Add({{"reason", std::string(drop_reason_names[i])}});
+    }
+}
+
+void broker_probe::client_connected() { connected_.Increment(); }
+void broker_probe::client_disconnected() { connected_.Decrement(); }
+void broker_probe::sessions(std::int64_t count) { sessions_.Set(static_cast<double>(count)); }
+void broker_probe::subscriptions(std::int64_t count) {
+    subscriptions_.Set(static_cast<double>(count));
+}
+void broker_probe::retained(std::int64_t count) { retained_.Set(static_cast<double>(count)); }
+void broker_probe::last_will_clients(std::int64_t count) {
+    last_will_clients_.Set(static_cast<double>(count));
+}
+
+void broker_probe::publish_received(std::uint8_t qos) {
+    // The codec rejects QoS 3 before a packet gets this far.
+    STARLING_BUG(qos <= 2, "publish_received with QoS > 2");
+    if (qos <= 2) {
+        received_[qos]->Increment();
+    }
+}
+
+void broker_probe::publish_sent(std::uint8_t qos) {
+    STARLING_BUG(qos <= 2, "publish_sent with QoS > 2");
+    if (qos <= 2) {
+        sent_[qos]->Increment();
+    }
+}
+
+void broker_probe::message_dropped(drop_reason reason, std::uint64_t count) {
+    dropped_[static_cast<std::size_t>(reason)]->Increment(static_cast<double>(count));
+}
+
+void broker_probe::non_writable_clients(std::int64_t delta) {
+    non_writable_clients_.Increment(static_cast<double>(delta));
+}
+
+}  // namespace starling::metrics

@@ -1,0 +1,73 @@
+#pragma once
+
+// What the MQTT side of the broker reports: sessions, subscriptions, retained messages,
+// publishes in and out, and every message it drops, by reason.
+//
+// Lifecycle: owned by metrics::registry and handed out by reference; it lives as long as the
+// registry. Concurrency: every method may be called from any thread at once; each is one or
+// two atomic operations inside prometheus-cpp, cheap enough for the per-message path.
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace prometheus {
+class Counter;
+class Gauge;
+class Registry;
+}  // namespace prometheus
+
+namespace starling::metrics {
+
+// Why a message copy was not delivered. Every value is exported as a `reason` label of
+// droppedMsgs_total from the start, so a dashboard sees 0 rather than a missing series.
+enum class drop_reason : std::uint8_t {
+    non_writable,             // non-persistent subscriber's channel over its high water mark
+    incoming_rate,            // publisher over its incoming rate limit
+    outgoing_rate,            // QoS 0 subscriber over its outgoing rate limit
+    device_persisted_limit,   // cluster-wide device-persisted-messages rate limit
+    quota,                    // cluster-wide throughput quota exhausted
+    queue_trim,               // device inbox trimmed to persisted-messages.limit
+    expired,                  // message expiry interval or inbox TTL passed
+    no_usable_shared_member,  // shared subscription group had no member able to take it
+    offline,                  // non-persistent subscriber not connected
+    packet_too_large,         // over the subscriber's Maximum Packet Size
+    mailbox_full,             // the receiving actor's mailbox was full
+    not_authorized,           // publish refused by authorization
+};
+
+inline constexpr std::size_t drop_reason_count = 12;
+
+std::string_view to_string(drop_reason reason);
+
+class broker_probe {
+  public:
+    explicit broker_probe(prometheus::Registry& registry);
+
+    broker_probe(const broker_probe&) = delete;
+    broker_probe& operator=(const broker_probe&) = delete;
+
+    void client_connected();                     // connectedSessions + 1
+    void client_disconnected();                  // connectedSessions - 1
+    void sessions(std::int64_t count);           // allClientSessions
+    void subscriptions(std::int64_t count);      // clientSubscriptions
+    void retained(std::int64_t count);           // retainedMessages
+    void last_will_clients(std::int64_t count);  // lastWillClients
+    void publish_received(std::uint8_t qos);     // incomingPublishMsgs_total{qos}
+    void publish_sent(std::uint8_t qos);         // outgoingPublishMsgs_total{qos}
+    void message_dropped(drop_reason reason, std::uint64_t count = 1);  // droppedMsgs_total
+    void non_writable_clients(std::int64_t delta);                      // nonWritableClients
+
+  private:
+    prometheus::Gauge& connected_;
+    prometheus::Gauge& sessions_;
+    prometheus::Gauge& subscriptions_;
+    prometheus::Gauge& retained_;
+    prometheus::Gauge& last_will_clients_;
+    prometheus::Gauge& non_writable_clients_;
+    std::array<prometheus::Counter*, 3> received_{};
+    std::array<prometheus::Counter*, 3> sent_{};
+    std::array<prometheus::Counter*, drop_reason_count> dropped_{};
+};
+
+}  // namespace starling::metrics

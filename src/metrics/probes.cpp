@@ -1,0 +1,66 @@
+// The small probes: log, routing and actor (the broker probe has its own file).
+
+#include "metrics/actor_probe.h"
+#include "metrics/latency_histogram.h"
+#include "metrics/log_probe.h"
+#include "metrics/routing_probe.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
+namespace starling::metrics {
+namespace {
+
+prometheus::Counter& counter(prometheus::Registry& registry, const std::string& name,
+                             const std::string& help) {
+    return prometheus::BuildCounter().Name(name).Help(help).Register(registry).Add({});
+}
+
+prometheus::Gauge& gauge(prometheus::Registry& registry, const std::string& name,
+                         const std::string& help) {
+    return prometheus::BuildGauge().Name(name).Help(help).Register(registry).Add({});
+}
+
+}  // namespace
+
+log_probe::log_probe(prometheus::Registry& registry, latency_histogram& ack_latency)
+    : ack_latency_(ack_latency),
+      failed_(counter(registry, "messageLog_produceFailed_total",
+                      "Records the message log failed to acknowledge")) {}
+
+void log_probe::produce_acked(std::chrono::nanoseconds latency) { ack_latency_.observe(latency); }
+void log_probe::produce_failed() { failed_.Increment(); }
+
+routing_probe::routing_probe(prometheus::Registry& registry, latency_histogram& lookup_latency)
+    : lookup_latency_(lookup_latency),
+      trie_nodes_(gauge(registry, "subscriptionTrieNodes", "Nodes in the subscription trie")),
+      routed_(counter(registry, "routedMsgs_total",
+                      "Message copies routed to subscribers after matching")) {}
+
+void routing_probe::trie_lookup(std::chrono::nanoseconds duration) {
+    lookup_latency_.observe(duration);
+}
+void routing_probe::trie_nodes(std::int64_t count) { trie_nodes_.Set(static_cast<double>(count)); }
+void routing_probe::messages_routed(std::uint64_t count) {
+    routed_.Increment(static_cast<double>(count));
+}
+
+actor_probe::actor_probe(prometheus::Registry& registry)
+    : mailbox_depth_(
+          gauge(registry, "actorMailboxDepth", "Messages waiting in all actor mailboxes")),
+      running_actors_(gauge(registry, "runningActors", "Actors alive on this node")),
+      rejected_(counter(registry, "actorMailboxRejected_total",
+                        "Messages turned away because a mailbox was full")) {}
+
+void actor_probe::set_mailbox_depth(std::int64_t messages) {
+    mailbox_depth_.Set(static_cast<double>(messages));
+}
+void actor_probe::set_running_actors(std::int64_t actors) {
+    running_actors_.Set(static_cast<double>(actors));
+}
+void actor_probe::mailbox_rejected(std::uint64_t count) {
+    rejected_.Increment(static_cast<double>(count));
+}
+
+}  // namespace starling::metrics

@@ -1,0 +1,192 @@
+#include "net/tcp_listener.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <utility>
+
+#include "net/errc.h"
+#include "net/io_pool.h"
+#include "net/tcp_transport.h"
+
+namespace starling::net {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+// Shared by the listener and its pending accept/retry operations, which complete on I/O
+// threads and may do so after the listener object is gone (they then find `stopped`).
+// Every use of `acceptor` and `retry_timer` holds `mutex`: Asio I/O objects are not
+// thread-safe, and completions run on any thread of the pool.
+struct tcp_listener::state {
+    state(asio::io_context& ctx, listener_options o)
+        : context(ctx), options(std::move(o)), acceptor(ctx), retry_timer(ctx) {}
+
+    asio::io_context& context;
+    const listener_options options;
+    listener_stats stats;
+    std::atomic<std::uint16_t> port{0};
+
+    std::mutex mutex;
+    std::condition_variable idle;
+    tcp::acceptor acceptor;
+    asio::steady_timer retry_timer;
+    accept_handler handler;  // set once by start(), read without the lock afterwards
+    bool started = false;
+    bool stopped = false;
+    int handlers_running = 0;
+
+    static void accept_next(const std::shared_ptr<state>& s);
+    static void on_accept(const std::shared_ptr<state>& s, const boost::system::error_code& ec,
+                          tcp::socket socket);
+};
+
+namespace {
+
+// The listener whose accept handler runs on this thread, so stop() from inside it does not
+// wait for itself.
+thread_local const void* handler_of = nullptr;
+
+// A failing accept (EMFILE, ENOBUFS) would otherwise complete at once, forever.
+constexpr std::chrono::milliseconds accept_retry_delay{100};
+
+}  // namespace
+
+void tcp_listener::state::on_accept(const std::shared_ptr<state>& s,
+                                    const boost::system::error_code& ec, tcp::socket socket) {
+    std::unique_lock lock(s->mutex);
+    if (s->stopped) {
+        return;  // `socket`, if any, closes on destruction
+    }
+    if (ec) {
+        if (ec == asio::error::operation_aborted) {
+            return;
+        }
+        s->stats.accept_errors.fetch_add(1, std::memory_order_relaxed);
+        spdlog::warn("listener on port {}: accept failed: {}", s->port.load(), ec.message());
+        s->retry_timer.expires_after(accept_retry_delay);
+        s->retry_timer.async_wait([s](const boost::system::error_code& wait_ec) {
+            std::lock_guard retry_lock(s->mutex);
+            if (!wait_ec && !s->stopped) {
+                accept_next(s);
+            }
+        });
+        return;
+    }
+    accept_next(s);  // keep accepting while this one is handed over
+    ++s->handlers_running;
+    lock.unlock();
+
+    auto conn = connection::create(std::make_unique<tcp_transport>(std::move(socket)),
+                                   s->options.connection);
+    s->stats.accepted.fetch_add(1, std::memory_order_relaxed);
+    handler_of = s.get();
+    s->handler(std::move(conn));
+    handler_of = nullptr;
+
+    lock.lock();
+    if (--s->handlers_running == 0) {
+        s->idle.notify_all();
+    }
+}
+
+void tcp_listener::state::accept_next(const std::shared_ptr<state>& s) {
+    // Each connection gets its own strand; the socket carries it as its executor, so every
+    // completion of that connection is serialized without locks.
+    s->acceptor.async_accept(
+        asio::any_io_executor(asio::make_strand(s->context)),
+        [s](const boost::system::error_code& ec, tcp::socket socket) {
+            on_accept(s, ec, std::move(socket));
+        });
+}
+
+tcp_listener::tcp_listener(io_pool& pool, listener_options options)
+    : state_(std::make_shared<state>(pool.context(), std::move(options))) {}
+
+tcp_listener::~tcp_listener() { stop(); }
+
+status tcp_listener::start(accept_handler handler) {
+    state& s = *state_;
+    std::lock_guard lock(s.mutex);
+    if (s.started || s.stopped) {
+        return std::error_code(std::make_error_code(std::errc::operation_not_permitted));
+    }
+    boost::system::error_code ec;
+    const auto address = asio::ip::make_address(s.options.bind_address, ec);
+    if (ec) {
+        return std::error_code(errc::invalid_address);
+    }
+    const tcp::endpoint endpoint(address, s.options.port);
+    auto fail = [&s](const boost::system::error_code& error) {
+        boost::system::error_code ignored;
+        s.acceptor.close(ignored);
+        return std::error_code(error);
+    };
+    s.acceptor.open(endpoint.protocol(), ec);
+    if (ec) {
+        return fail(ec);
+    }
+    // Lets a restarted broker bind while old connections sit in TIME_WAIT. (On Linux it does
+    // not let two live listeners share a port.)
+    s.acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (ec) {
+        return fail(ec);
+    }
+    if (s.options.so_receive_buffer != 0) {
+        const asio::socket_base::receive_buffer_size size(
+            static_cast<int>(s.options.so_receive_buffer));
+        s.acceptor.set_option(size, ec);
+        if (ec) {
+            return fail(ec);
+        }
+    }
+    s.acceptor.bind(endpoint, ec);
+    if (ec) {
+        return fail(ec);
+    }
+    s.acceptor.listen(s.options.backlog, ec);
+    if (ec) {
+        return fail(ec);
+    }
+    const auto local = s.acceptor.local_endpoint(ec);
+    if (ec) {
+        return fail(ec);
+    }
+    s.port.store(local.port(), std::memory_order_relaxed);
+    s.handler = std::move(handler);
+    s.started = true;
+    state::accept_next(state_);
+    return {};
+}
+
+void tcp_listener::stop() {
+    state& s = *state_;
+    std::unique_lock lock(s.mutex);
+    if (s.stopped) {
+        return;
+    }
+    s.stopped = true;
+    boost::system::error_code ignored;
+    s.acceptor.close(ignored);  // the pending accept completes with operation_aborted
+    s.retry_timer.cancel();
+    if (handler_of == &s) {
+        return;  // called from our own accept handler: it cannot wait for itself
+    }
+    s.idle.wait(lock, [&s] { return s.handlers_running == 0; });
+}
+
+std::uint16_t tcp_listener::local_port() const {
+    return state_->port.load(std::memory_order_relaxed);
+}
+
+const listener_stats& tcp_listener::stats() const { return state_->stats; }
+
+}  // namespace starling::net

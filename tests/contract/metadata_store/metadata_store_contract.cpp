@@ -1,0 +1,317 @@
+#include "contract/metadata_store/metadata_store_contract.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace starling::testing {
+
+namespace {
+
+std::vector<std::string> credentials_ids(const std::vector<client_credentials>& rows) {
+    std::vector<std::string> ids;
+    for (const auto& c : rows) {
+        ids.push_back(c.credentials_id);
+    }
+    return ids;
+}
+
+}  // namespace
+
+// --- credentials ---------------------------------------------------------------------------
+
+TEST_P(metadata_store_contract, saved_credentials_round_trip) {
+    client_credentials c = credentials("username|alice", "alice's app");
+    c.id = "6f1c4a50-0d4e-4d0a-9a5e-2b8f3c1d7e90";
+    c.created_time_ms = 1700000000123;
+    c.type = client_type::application;
+    c.credentials_type = "SCRAM";
+    c.credentials_value = R"({"userName":"alice","algorithm":"SHA_256"})";
+    ASSERT_TRUE(save(c));
+
+    auto found = find({"username|alice"});
+    ASSERT_TRUE(found) << found.error().message();
+    ASSERT_EQ(found->size(), 1u);
+    const auto& got = (*found)[0];
+    EXPECT_EQ(got.id, c.id);
+    EXPECT_EQ(got.created_time_ms, c.created_time_ms);
+    EXPECT_EQ(got.name, c.name);
+    EXPECT_EQ(got.type, client_type::application);
+    EXPECT_EQ(got.credentials_id, c.credentials_id);
+    EXPECT_EQ(got.credentials_type, "SCRAM");
+    EXPECT_EQ(got.credentials_value, c.credentials_value);
+}
+
+TEST_P(metadata_store_contract, save_without_id_or_time_fills_them_in) {
+    ASSERT_TRUE(save(credentials("client_id|c1")));
+    auto found = find({"client_id|c1"});
+    ASSERT_TRUE(found);
+    ASSERT_EQ(found->size(), 1u);
+    EXPECT_FALSE((*found)[0].id.empty());
+    EXPECT_EQ((*found)[0].created_time_ms, clock_.epoch_ms());
+    EXPECT_EQ((*found)[0].type, client_type::device);
+}
+
+TEST_P(metadata_store_contract, find_by_several_ids_returns_the_existing_ones) {
+    for (const char* id : {"username|a", "username|b", "client_id|c", "mixed|d|e"}) {
+        ASSERT_TRUE(save(credentials(id)));
+    }
+    auto found = find({"username|a", "missing|x", "mixed|d|e", "client_id|c", "username|a"});
+    ASSERT_TRUE(found) << found.error().message();
+    auto ids = credentials_ids(*found);
+    std::sort(ids.begin(), ids.end());
+    EXPECT_EQ(ids, (std::vector<std::string>{"client_id|c", "mixed|d|e", "username|a"}));
+
+    auto none = find({"missing|x"});
+    ASSERT_TRUE(none);
+    EXPECT_TRUE(none->empty());
+    auto empty = find({});
+    ASSERT_TRUE(empty);
+    EXPECT_TRUE(empty->empty());
+}
+
+TEST_P(metadata_store_contract, save_without_id_updates_the_row_of_its_credentials_id) {
+    ASSERT_TRUE(save(credentials("username|a", "first")));
+    auto before = find({"username|a"});
+    ASSERT_TRUE(before);
+    ASSERT_EQ(before->size(), 1u);
+
+    auto changed = credentials("username|a", "second");
+    changed.credentials_value = R"({"userName":"a","password":"x"})";
+    ASSERT_TRUE(save(changed));
+    auto rows = list(100, 0);
+    ASSERT_TRUE(rows);
+    ASSERT_EQ(rows->size(), 1u);
+    EXPECT_EQ((*rows)[0].id, (*before)[0].id);
+    EXPECT_EQ((*rows)[0].name, "second");
+    EXPECT_EQ((*rows)[0].credentials_value, changed.credentials_value);
+}
+
+TEST_P(metadata_store_contract, save_with_id_updates_that_row_including_its_credentials_id) {
+    auto c = credentials("username|old");
+    c.id = "00000000-0000-4000-8000-000000000001";
+    ASSERT_TRUE(save(c));
+    c.credentials_id = "username|new";
+    c.type = client_type::application;
+    ASSERT_TRUE(save(c));
+
+    auto old_row = find({"username|old"});
+    ASSERT_TRUE(old_row);
+    EXPECT_TRUE(old_row->empty());
+    auto new_row = find({"username|new"});
+    ASSERT_TRUE(new_row);
+    ASSERT_EQ(new_row->size(), 1u);
+    EXPECT_EQ((*new_row)[0].id, c.id);
+    EXPECT_EQ((*new_row)[0].type, client_type::application);
+}
+
+TEST_P(metadata_store_contract, credentials_id_of_another_row_is_rejected) {
+    auto a = credentials("username|a");
+    a.id = "00000000-0000-4000-8000-00000000000a";
+    auto b = credentials("username|b");
+    b.id = "00000000-0000-4000-8000-00000000000b";
+    ASSERT_TRUE(save(a));
+    ASSERT_TRUE(save(b));
+    b.credentials_id = "username|a";
+    auto st = save(b);
+    ASSERT_FALSE(st);
+    EXPECT_EQ(st.error(), std::errc::file_exists) << st.error().message();
+    auto still = find({"username|b"});
+    ASSERT_TRUE(still);
+    EXPECT_EQ(still->size(), 1u);
+}
+
+TEST_P(metadata_store_contract, credentials_without_lookup_key_are_rejected) {
+    auto st = save(credentials(""));
+    ASSERT_FALSE(st);
+    EXPECT_EQ(st.error(), std::errc::invalid_argument);
+}
+
+TEST_P(metadata_store_contract, delete_credentials_is_idempotent) {
+    ASSERT_TRUE(save(credentials("username|a")));
+    ASSERT_TRUE(save(credentials("username|b")));
+    EXPECT_TRUE(remove_credentials("username|a"));
+    EXPECT_TRUE(remove_credentials("username|a"));
+    EXPECT_TRUE(remove_credentials("never|there"));
+    auto rows = list(100, 0);
+    ASSERT_TRUE(rows);
+    EXPECT_EQ(credentials_ids(*rows), (std::vector<std::string>{"username|b"}));
+}
+
+TEST_P(metadata_store_contract, list_credentials_pages_in_creation_order) {
+    for (int i = 0; i < 5; ++i) {
+        auto c = credentials("username|u" + std::to_string(i));
+        c.created_time_ms = 1000 + (4 - i);  // created in reverse name order
+        ASSERT_TRUE(save(c));
+    }
+    auto first = list(2, 0);
+    auto second = list(2, 2);
+    auto third = list(2, 4);
+    auto beyond = list(2, 5);
+    ASSERT_TRUE(first && second && third && beyond);
+    EXPECT_EQ(credentials_ids(*first), (std::vector<std::string>{"username|u4", "username|u3"}));
+    EXPECT_EQ(credentials_ids(*second), (std::vector<std::string>{"username|u2", "username|u1"}));
+    EXPECT_EQ(credentials_ids(*third), (std::vector<std::string>{"username|u0"}));
+    EXPECT_TRUE(beyond->empty());
+    auto none = list(0, 0);
+    ASSERT_TRUE(none);
+    EXPECT_TRUE(none->empty());
+}
+
+// --- session contexts ------------------------------------------------------------------------
+
+TEST_P(metadata_store_contract, session_context_round_trip) {
+    auto missing = load_session("c1");
+    ASSERT_TRUE(missing) << missing.error().message();
+    EXPECT_FALSE(missing->has_value());
+
+    ASSERT_TRUE(save_session(
+        {.client_id = "c1", .last_updated_ms = 1700000000000, .qos2_packet_ids = {7, 1, 65535}}));
+    auto loaded = load_session("c1");
+    ASSERT_TRUE(loaded);
+    ASSERT_TRUE(loaded->has_value());
+    EXPECT_EQ((*loaded)->client_id, "c1");
+    EXPECT_EQ((*loaded)->last_updated_ms, 1700000000000);
+    EXPECT_EQ((*loaded)->qos2_packet_ids, (std::vector<std::uint16_t>{7, 1, 65535}));
+
+    ASSERT_TRUE(save_session({.client_id = "c1", .last_updated_ms = 0, .qos2_packet_ids = {}}));
+    loaded = load_session("c1");
+    ASSERT_TRUE(loaded && loaded->has_value());
+    EXPECT_TRUE((*loaded)->qos2_packet_ids.empty());
+    EXPECT_EQ((*loaded)->last_updated_ms, clock_.epoch_ms());  // 0: stamped with now
+
+    ASSERT_TRUE(delete_session("c1"));
+    ASSERT_TRUE(delete_session("c1"));
+    loaded = load_session("c1");
+    ASSERT_TRUE(loaded);
+    EXPECT_FALSE(loaded->has_value());
+}
+
+TEST_P(metadata_store_contract, application_context_round_trip) {
+    auto missing = load_application("app");
+    ASSERT_TRUE(missing) << missing.error().message();
+    EXPECT_FALSE(missing->has_value());
+
+    const std::int64_t big = std::numeric_limits<std::int64_t>::max();
+    application_session_context ctx{
+        .client_id = "app",
+        .last_updated_ms = 1700000000456,
+        .publish_offsets = {{1, 0}, {65535, big}, {3, 42}},
+        .pubrel_offsets = {{9, 17}},
+    };
+    ASSERT_TRUE(save_application(ctx));
+    auto loaded = load_application("app");
+    ASSERT_TRUE(loaded);
+    ASSERT_TRUE(loaded->has_value());
+    EXPECT_EQ((*loaded)->client_id, "app");
+    EXPECT_EQ((*loaded)->last_updated_ms, ctx.last_updated_ms);
+    EXPECT_EQ((*loaded)->publish_offsets, ctx.publish_offsets);
+    EXPECT_EQ((*loaded)->pubrel_offsets, ctx.pubrel_offsets);
+
+    ctx.publish_offsets.clear();
+    ctx.pubrel_offsets = {{2, 5}};
+    ASSERT_TRUE(save_application(ctx));
+    loaded = load_application("app");
+    ASSERT_TRUE(loaded && loaded->has_value());
+    EXPECT_TRUE((*loaded)->publish_offsets.empty());
+    EXPECT_EQ((*loaded)->pubrel_offsets, ctx.pubrel_offsets);
+
+    ASSERT_TRUE(delete_application("app"));
+    ASSERT_TRUE(delete_application("app"));
+    loaded = load_application("app");
+    ASSERT_TRUE(loaded);
+    EXPECT_FALSE(loaded->has_value());
+}
+
+TEST_P(metadata_store_contract, session_and_application_contexts_are_separate) {
+    ASSERT_TRUE(save_session({.client_id = "c", .qos2_packet_ids = {1}}));
+    auto app = load_application("c");
+    ASSERT_TRUE(app);
+    EXPECT_FALSE(app->has_value());
+}
+
+// --- unauthorized-client log -------------------------------------------------------------------
+
+TEST_P(metadata_store_contract, unauthorized_log_lists_newest_first_one_row_per_client) {
+    const std::int64_t now = clock_.epoch_ms();
+    ASSERT_TRUE(record_unauthorized({.client_id = "a",
+                                     .ip_address = "10.0.0.1",
+                                     .ts_ms = now - 3000,
+                                     .username = "alice",
+                                     .password_provided = true,
+                                     .tls_used = false,
+                                     .reason = "bad password"}));
+    ASSERT_TRUE(record_unauthorized({.client_id = "b",
+                                     .ip_address = "10.0.0.2",
+                                     .ts_ms = now - 2000,
+                                     .username = "",
+                                     .password_provided = false,
+                                     .tls_used = false,
+                                     .reason = "x"}));
+    ASSERT_TRUE(record_unauthorized({.client_id = "c",
+                                     .ip_address = "::1",
+                                     .ts_ms = now - 1000,
+                                     .username = "",
+                                     .password_provided = false,
+                                     .tls_used = true,
+                                     .reason = "no credentials"}));
+
+    auto rows = list_unauthorized(10);
+    ASSERT_TRUE(rows) << rows.error().message();
+    ASSERT_EQ(rows->size(), 3u);
+    EXPECT_EQ((*rows)[0].client_id, "c");
+    EXPECT_TRUE((*rows)[0].tls_used);
+    EXPECT_FALSE((*rows)[0].password_provided);
+    EXPECT_EQ((*rows)[0].ip_address, "::1");
+    EXPECT_EQ((*rows)[2].client_id, "a");
+    EXPECT_EQ((*rows)[2].username, "alice");
+    EXPECT_TRUE((*rows)[2].password_provided);
+    EXPECT_EQ((*rows)[2].reason, "bad password");
+    EXPECT_EQ((*rows)[2].ts_ms, now - 3000);
+
+    // A new failure of a known client replaces its row.
+    ASSERT_TRUE(record_unauthorized({.client_id = "a",
+                                     .ip_address = "10.0.0.1",
+                                     .ts_ms = now,
+                                     .username = "alice",
+                                     .password_provided = false,
+                                     .tls_used = false,
+                                     .reason = "again"}));
+    rows = list_unauthorized(2);
+    ASSERT_TRUE(rows);
+    ASSERT_EQ(rows->size(), 2u);
+    EXPECT_EQ((*rows)[0].client_id, "a");
+    EXPECT_EQ((*rows)[0].reason, "again");
+    EXPECT_EQ((*rows)[1].client_id, "c");
+}
+
+// --- settings ----------------------------------------------------------------------------------
+
+TEST_P(metadata_store_contract, settings_round_trip_and_overwrite) {
+    auto missing = get_setting("general");
+    ASSERT_TRUE(missing) << missing.error().message();
+    EXPECT_FALSE(missing->has_value());
+
+    ASSERT_TRUE(put_setting("general", R"({"baseUrl":"http://localhost:8083"})"));
+    ASSERT_TRUE(put_setting("mqttAuthorization", R"({"priorities":["MQTT_BASIC","X_509"]})"));
+    auto general = get_setting("general");
+    ASSERT_TRUE(general && general->has_value());
+    EXPECT_EQ(**general, R"({"baseUrl":"http://localhost:8083"})");
+
+    ASSERT_TRUE(put_setting("general", R"({"baseUrl":"https://broker"})"));
+    general = get_setting("general");
+    ASSERT_TRUE(general && general->has_value());
+    EXPECT_EQ(**general, R"({"baseUrl":"https://broker"})");
+    auto auth = get_setting("mqttAuthorization");
+    ASSERT_TRUE(auth && auth->has_value());
+    EXPECT_EQ(**auth, R"({"priorities":["MQTT_BASIC","X_509"]})");
+}
+
+TEST_P(metadata_store_contract, settings_must_be_json) {
+    auto st = put_setting("general", "not json {");
+    ASSERT_FALSE(st);
+    EXPECT_EQ(st.error(), std::errc::invalid_argument);
+}
+
+TEST_P(metadata_store_contract, is_healthy_when_open) { EXPECT_TRUE(store_->healthy()); }
+
+}  // namespace starling::testing

@@ -1,0 +1,1 @@
+"""Helpers for Starling's integration tests: broker processes, MQTT clients, packet codec."""

@@ -1,0 +1,430 @@
+#include "config/loader.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+namespace starling::config {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+const std::filesystem::path shipped_file =
+    std::filesystem::path(STARLING_SOURCE_DIR) / "config" / "starling.yml";
+
+// A fake environment, so tests never depend on (or change) the process's one.
+load_options with_env(std::map<std::string, std::string> vars,
+                      std::vector<std::string>* warnings = nullptr) {
+    load_options options;
+    options.env = [vars = std::move(vars)](std::string_view name) -> std::optional<std::string> {
+        auto it = vars.find(std::string(name));
+        if (it == vars.end()) {
+            return std::nullopt;
+        }
+        return it->second;
+    };
+    options.warnings = warnings;
+    return options;
+}
+
+broker_config load_shipped(std::map<std::string, std::string> vars = {},
+                           std::vector<std::string>* warnings = nullptr) {
+    return load_config(shipped_file, with_env(std::move(vars), warnings));
+}
+
+std::string read_file(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+std::string host_name() {
+    char buffer[256] = {};
+    EXPECT_EQ(::gethostname(buffer, sizeof buffer - 1), 0);
+    return buffer;
+}
+
+std::uint32_t cores() { return std::max(1U, std::thread::hardware_concurrency()); }
+
+TEST(config_loader, shipped_file_yields_the_documented_defaults) {
+    std::vector<std::string> warnings;
+    const auto c = load_shipped({}, &warnings);
+    EXPECT_TRUE(warnings.empty()) << warnings.front();
+
+    EXPECT_EQ(c.starling.mode, run_mode::embedded);
+    EXPECT_EQ(c.starling.data_dir, "./data");
+    EXPECT_EQ(c.starling.log_level, "info");
+    EXPECT_EQ(c.starling.shutdown_timeout, 10s);
+    EXPECT_EQ(c.service.id, host_name());
+    EXPECT_EQ(c.server.address, "0.0.0.0");
+    EXPECT_EQ(c.server.port, 8083);
+    EXPECT_EQ(c.listener.write_buffer_high_water_mark, 1280U * 1024U);
+    EXPECT_EQ(c.listener.write_buffer_low_water_mark, 640U * 1024U);
+    EXPECT_EQ(c.listener.so_receive_buffer, 0U);
+    EXPECT_EQ(c.listener.io_threads, cores());
+    EXPECT_TRUE(c.listener.tcp.enabled);
+    EXPECT_EQ(c.listener.tcp.bind_address, "0.0.0.0");
+    EXPECT_EQ(c.listener.tcp.bind_port, 1883);
+    EXPECT_EQ(c.listener.tcp.netty.max_payload_size, 65536U);
+    EXPECT_EQ(c.listener.tcp.netty.shutdown_timeout, 5s);
+    EXPECT_EQ(c.queue.msg_all.consumers_count, 4U);
+    EXPECT_EQ(c.queue.msg_all.poll_interval, 100ms);
+    EXPECT_EQ(c.queue.kafka.kafka_prefix, "starling");
+    EXPECT_EQ(c.queue.kafka.msg_all.partitions, 16U);
+    EXPECT_EQ(c.queue.kafka.msg_all.retention, std::chrono::milliseconds(604800000));
+    EXPECT_EQ(c.queue.embedded.fsync, fsync_policy::interval);
+    EXPECT_EQ(c.queue.embedded.fsync_interval, 1000ms);
+    EXPECT_EQ(c.queue.embedded.segment_bytes, 67108864U);
+    EXPECT_EQ(c.actors.system.throughput, 5U);
+    EXPECT_EQ(c.actors.client.dispatcher_pool_size, cores());
+    EXPECT_EQ(c.actors.client.mailbox_capacity, 10000U);
+    EXPECT_EQ(c.actors.client.wait_before_generated_actor_stop, 10s);
+    EXPECT_EQ(c.actors.client.wait_before_named_actor_stop, 60s);
+    EXPECT_EQ(c.actors.persisted_device.dispatcher_pool_size, cores());
+    EXPECT_EQ(c.actors.persisted_device.wait_before_actor_stop, 5min);
+    EXPECT_EQ(c.mqtt.max_in_flight_msgs, 1000);
+    EXPECT_EQ(c.mqtt.keep_alive.max_keep_alive, 600s);
+    EXPECT_EQ(c.mqtt.topic.max_segments_count, 0U);
+    EXPECT_EQ(c.mqtt.topic.alias_max, 10);
+    EXPECT_EQ(c.mqtt.topic.min_length_for_alias_replacement, 50U);
+    EXPECT_TRUE(c.mqtt.subscription.allow_root_multi_level_wildcard);
+    EXPECT_EQ(c.mqtt.shared_subscriptions.processing_type,
+              shared_subscription_processing::round_robin);
+    EXPECT_EQ(c.mqtt.client_session_expiry.max_expiry_interval, 604800s);
+    EXPECT_EQ(c.mqtt.version_3_1.max_client_id_length, 1024);
+    EXPECT_EQ(c.mqtt.persistent_session.device.persisted_messages.limit, 10000);
+    EXPECT_EQ(c.mqtt.persistent_session.device.persisted_messages.ttl, 604800s);
+    EXPECT_EQ(c.mqtt.response_info, "");
+    EXPECT_TRUE(c.mqtt.retain_available);
+    EXPECT_EQ(c.mqtt.max_qos, 2);
+    EXPECT_TRUE(c.security.mqtt.allow_anonymous);
+}
+
+TEST(config_loader, built_in_defaults_equal_the_shipped_file) {
+    EXPECT_EQ(default_config(), load_shipped());
+}
+
+// The file is the documentation of the defaults: each known key must appear in it exactly as
+// the binder table would substitute it, and the file must hold nothing else.
+TEST(config_loader, shipped_file_lists_every_key_with_its_env_and_default) {
+    const YAML::Node root = YAML::LoadFile(shipped_file.string());
+    for (const auto& key : known_keys()) {
+        std::vector<std::string> parts;
+        std::stringstream path{std::string(key.key)};
+        for (std::string part; std::getline(path, part, '.');) {
+            parts.push_back(part);
+        }
+        std::function<YAML::Node(const YAML::Node&, std::size_t)> descend =
+            [&](const YAML::Node& node, std::size_t i) -> YAML::Node {
+            if (i == parts.size()) {
+                return node;
+            }
+            return descend(node[parts[i]], i + 1);
+        };
+        const YAML::Node leaf = descend(root, 0);
+        ASSERT_TRUE(leaf.IsDefined() && leaf.IsScalar()) << key.key << " missing from the file";
+        EXPECT_EQ(leaf.Scalar(),
+                  "${" + std::string(key.env) + ":" + std::string(key.default_value) + "}")
+            << key.key;
+    }
+}
+
+TEST(config_loader, every_key_is_documented_with_its_env) {
+    const auto docs =
+        read_file(std::filesystem::path(STARLING_SOURCE_DIR) / "docs" / "configuration.md");
+    ASSERT_FALSE(docs.empty());
+    for (const auto& key : known_keys()) {
+        EXPECT_THAT(docs, HasSubstr("`" + std::string(key.key) + "`"));
+        EXPECT_THAT(docs, HasSubstr("`" + std::string(key.env) + "`"));
+    }
+}
+
+TEST(config_loader, environment_overrides_the_file) {
+    const auto c =
+        load_shipped({{"LISTENER_TCP_BIND_PORT", "1884"},
+                      {"STARLING_MODE", "cluster"},
+                      {"NETTY_WRITE_BUFFER_HIGH_WATER_MARK", "2048"},
+                      {"TB_MSG_ALL_POLL_INTERVAL", "250"},
+                      {"ACTORS_SYSTEM_PERSISTED_DEVICE_WAIT_BEFORE_ACTOR_STOP_MINUTES", "7"},
+                      {"LISTENER_IO_THREADS", "3"},
+                      {"TB_SERVICE_ID", "node-a"},
+                      {"LISTENER_TCP_ENABLED", "false"},
+                      {"STARLING_EMBEDDED_FSYNC", "always"}});
+    EXPECT_EQ(c.listener.tcp.bind_port, 1884);
+    EXPECT_EQ(c.starling.mode, run_mode::cluster);
+    EXPECT_EQ(c.listener.write_buffer_high_water_mark, 2048U * 1024U);
+    EXPECT_EQ(c.queue.msg_all.poll_interval, 250ms);
+    EXPECT_EQ(c.actors.persisted_device.wait_before_actor_stop, 7min);
+    EXPECT_EQ(c.listener.io_threads, 3U);
+    EXPECT_EQ(c.service.id, "node-a");
+    EXPECT_FALSE(c.listener.tcp.enabled);
+    EXPECT_EQ(c.queue.embedded.fsync, fsync_policy::always);
+}
+
+TEST(config_loader, process_environment_is_the_default_source) {
+    ASSERT_EQ(::setenv("MQTT_TOPIC_ALIAS_MAX", "33", 1), 0);
+    const auto c = load_config(shipped_file);
+    ::unsetenv("MQTT_TOPIC_ALIAS_MAX");
+    EXPECT_EQ(c.mqtt.topic.alias_max, 33);
+}
+
+TEST(config_loader, an_empty_variable_still_wins_over_the_default) {
+    const auto c = load_shipped({{"TB_KAFKA_PREFIX", ""}});
+    EXPECT_EQ(c.queue.kafka.kafka_prefix, "");
+}
+
+TEST(config_loader, plain_values_and_embedded_placeholders) {
+    const auto c = parse_config(R"(
+server:
+  port: 9000
+starling:
+  data_dir: "/var/lib/${APP:starling}/data"
+mqtt:
+  response-info: "${HOST}:${PORT:1883}"
+)",
+                                with_env({{"HOST", "broker"}}));
+    EXPECT_EQ(c.server.port, 9000);
+    EXPECT_EQ(c.starling.data_dir, "/var/lib/starling/data");
+    EXPECT_EQ(c.mqtt.response_info, "broker:1883");
+}
+
+TEST(config_loader, defaults_may_contain_colons) {
+    const auto c = parse_config("mqtt: {response-info: '${INFO:tcp://a:1}'}", with_env({}));
+    EXPECT_EQ(c.mqtt.response_info, "tcp://a:1");
+}
+
+TEST(config_loader, a_missing_key_still_reads_its_environment_variable) {
+    const auto c =
+        parse_config("starling: {mode: embedded}\n", with_env({{"STARLING_LOG_LEVEL", "debug"}}));
+    EXPECT_EQ(c.starling.log_level, "debug");
+    EXPECT_EQ(c.server.port, 8083);
+}
+
+TEST(config_loader, required_variable_missing_names_key_and_variable) {
+    try {
+        parse_config("service: {id: '${NODE_ID}'}", with_env({}));
+        FAIL() << "expected config_error";
+    } catch (const config_error& e) {
+        EXPECT_EQ(e.key(), "service.id");
+        EXPECT_EQ(std::string(e.what()),
+                  "service.id: \"${NODE_ID}\" needs environment variable NODE_ID, which is not "
+                  "set");
+    }
+}
+
+TEST(config_loader, malformed_placeholders_are_rejected) {
+    EXPECT_THROW(parse_config("mqtt: {response-info: '${OOPS'}", with_env({})), config_error);
+    EXPECT_THROW(parse_config("mqtt: {response-info: '${:x}'}", with_env({})), config_error);
+    EXPECT_THROW(parse_config("mqtt: {response-info: '${A-B:x}'}", with_env({})), config_error);
+}
+
+TEST(config_loader, enums_and_booleans_are_relaxed_like_spring) {
+    const auto c = load_shipped({{"STARLING_MODE", "CLUSTER"},
+                                 {"MQTT_SHARED_SUBSCRIPTIONS_PROCESSING_TYPE", "round_robin"},
+                                 {"MQTT_RETAIN_AVAILABLE", "no"},
+                                 {"SECURITY_MQTT_ALLOW_ANONYMOUS", "Off"},
+                                 {"LISTENER_TCP_ENABLED", "1"}});
+    EXPECT_EQ(c.starling.mode, run_mode::cluster);
+    EXPECT_FALSE(c.mqtt.retain_available);
+    EXPECT_FALSE(c.security.mqtt.allow_anonymous);
+    EXPECT_TRUE(c.listener.tcp.enabled);
+}
+
+TEST(config_loader, unknown_keys_warn_but_load) {
+    std::vector<std::string> warnings;
+    const auto c = parse_config(R"(
+server:
+  port: 8090
+  http2: {enabled: true}
+mqtt:
+  connect: {threads: 4}
+  max-qos: 1
+stats: true
+)",
+                                with_env({}, &warnings));
+    EXPECT_EQ(c.server.port, 8090);
+    EXPECT_EQ(c.mqtt.max_qos, 1);
+    ASSERT_EQ(warnings.size(), 3U);
+    EXPECT_THAT(warnings[0], HasSubstr("'server.http2.enabled'"));
+    EXPECT_THAT(warnings[1], HasSubstr("'mqtt.connect.threads'"));
+    EXPECT_THAT(warnings[2], HasSubstr("'stats'"));
+}
+
+TEST(config_loader, empty_document_means_all_defaults) {
+    EXPECT_EQ(parse_config("", with_env({})), default_config());
+    EXPECT_EQ(parse_config("# nothing\n", with_env({})), default_config());
+}
+
+TEST(config_loader, section_written_as_a_value_is_an_error_naming_it) {
+    try {
+        parse_config("listener: 5\n", with_env({}));
+        FAIL() << "expected config_error";
+    } catch (const config_error& e) {
+        EXPECT_EQ(e.key(), "listener");
+        EXPECT_THAT(e.what(), StartsWith("listener: expected a section"));
+    }
+}
+
+TEST(config_loader, value_written_as_a_list_is_an_error_naming_it) {
+    try {
+        parse_config("listener: {tcp: {bind_port: [1, 2]}}\n", with_env({}));
+        FAIL() << "expected config_error";
+    } catch (const config_error& e) {
+        EXPECT_EQ(e.key(), "listener.tcp.bind_port");
+        EXPECT_THAT(e.what(), HasSubstr("expected a single value, found a list"));
+    }
+}
+
+TEST(config_loader, yaml_syntax_error_names_the_file_and_line) {
+    try {
+        parse_config("server:\n  port: [8083\n", with_env({}), "test.yml");
+        FAIL() << "expected config_error";
+    } catch (const config_error& e) {
+        EXPECT_EQ(e.key(), "");
+        EXPECT_THAT(e.what(), StartsWith("test.yml:"));
+        EXPECT_THAT(e.what(), HasSubstr("YAML syntax error"));
+    }
+}
+
+TEST(config_loader, missing_file_is_an_error_naming_it) {
+    try {
+        load_config("/nonexistent/starling.yml", with_env({}));
+        FAIL() << "expected config_error";
+    } catch (const config_error& e) {
+        EXPECT_THAT(e.what(), HasSubstr("/nonexistent/starling.yml"));
+    }
+}
+
+TEST(config_loader, to_string_names_enum_values) {
+    EXPECT_EQ(to_string(run_mode::cluster), "cluster");
+    EXPECT_EQ(to_string(fsync_policy::none), "none");
+    EXPECT_EQ(to_string(shared_subscription_processing::round_robin), "ROUND_ROBIN");
+}
+
+TEST(config_loader, port_zero_means_any) {
+    const auto c = load_shipped({{"HTTP_BIND_PORT", "0"}, {"LISTENER_TCP_BIND_PORT", "0"}});
+    EXPECT_EQ(c.server.port, 0);
+    EXPECT_EQ(c.listener.tcp.bind_port, 0);
+}
+
+TEST(config_loader, limits_accept_their_boundaries) {
+    const auto c =
+        load_shipped({{"MQTT_PERSISTENT_SESSION_DEVICE_PERSISTED_MESSAGES_LIMIT", "65535"},
+                      {"MQTT_MAX_QOS", "0"},
+                      {"TB_KAFKA_MSG_ALL_RETENTION_MS", "-1"},
+                      {"HTTP_BIND_ADDRESS", "::1"}});
+    EXPECT_EQ(c.mqtt.persistent_session.device.persisted_messages.limit, 65535);
+    EXPECT_EQ(c.mqtt.max_qos, 0);
+    EXPECT_EQ(c.queue.kafka.msg_all.retention, std::chrono::milliseconds(-1));
+    EXPECT_EQ(c.server.address, "::1");
+}
+
+TEST(config_loader, the_documented_example_message) {
+    try {
+        parse_config("listener: {tcp: {bind_port: 70000}}\n", with_env({}));
+        FAIL() << "expected config_error";
+    } catch (const config_error& e) {
+        EXPECT_EQ(std::string(e.what()),
+                  "listener.tcp.bind_port: \"70000\" is not a valid port (1..65535, or 0 for "
+                  "any)");
+    }
+}
+
+// --- every validation names its key, the value, and why
+
+struct bad_value {
+    std::string env;
+    std::string value;
+    std::string key;
+    std::string why;  // a fragment of the explanation
+};
+
+void PrintTo(const bad_value& c, std::ostream* os) { *os << c.env << "=" << c.value; }
+
+class config_validation : public ::testing::TestWithParam<bad_value> {};
+
+TEST_P(config_validation, error_names_key_value_and_reason) {
+    const auto& c = GetParam();
+    try {
+        load_shipped({{c.env, c.value}});
+        FAIL() << "expected config_error";
+    } catch (const config_error& e) {
+        EXPECT_EQ(e.key(), c.key);
+        EXPECT_THAT(e.what(), StartsWith(c.key + ": \"" + c.value + "\" "));
+        EXPECT_THAT(e.what(), HasSubstr(c.why));
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    all, config_validation,
+    ::testing::Values(
+        bad_value{"LISTENER_TCP_BIND_PORT", "70000", "listener.tcp.bind_port",
+                  "is not a valid port (1..65535, or 0 for any) (value from environment "
+                  "variable LISTENER_TCP_BIND_PORT)"},
+        bad_value{"HTTP_BIND_PORT", "http", "server.port", "is not a valid port"},
+        bad_value{"HTTP_BIND_PORT", "-1", "server.port", "is not a valid port"},
+        bad_value{"STARLING_MODE", "standalone", "starling.mode",
+                  "is not one of: embedded, cluster"},
+        bad_value{"STARLING_LOG_LEVEL", "verbose", "starling.log_level",
+                  "is not a known log level (trace, debug, info"},
+        bad_value{"STARLING_DATA_DIR", "", "starling.data_dir", "must not be empty"},
+        bad_value{"TBMQ_GRACEFUL_SHUTDOWN_TIMEOUT_SEC", "ten", "starling.shutdown_timeout_sec",
+                  "is not an integer"},
+        bad_value{"TB_SERVICE_ID", "node/1", "service.id", "contains '/'"},
+        bad_value{"HTTP_BIND_ADDRESS", "999.1.1.1", "server.address",
+                  "is not an IPv4 or IPv6 address"},
+        bad_value{"NETTY_WRITE_BUFFER_HIGH_WATER_MARK", "0",
+                  "listener.write_buffer_high_water_mark", "is out of range (1..1048576 KB)"},
+        bad_value{"NETTY_WRITE_BUFFER_LOW_WATER_MARK", "1280",
+                  "listener.write_buffer_low_water_mark",
+                  "must be lower than listener.write_buffer_high_water_mark (\"1280\")"},
+        bad_value{"NETTY_SO_RECEIVE_BUFFER", "1.5", "listener.so_receive_buffer",
+                  "is not an integer"},
+        bad_value{"LISTENER_IO_THREADS", "5000", "listener.io_threads",
+                  "is out of range (0..1024; 0 = number of cores)"},
+        bad_value{"LISTENER_TCP_ENABLED", "maybe", "listener.tcp.enabled", "is not a boolean"},
+        bad_value{"LISTENER_TCP_BIND_ADDRESS", "localhost", "listener.tcp.bind_address",
+                  "is not an IPv4 or IPv6 address"},
+        bad_value{"TCP_NETTY_MAX_PAYLOAD_SIZE", "300000000", "listener.tcp.netty.max_payload_size",
+                  "is out of range"},
+        bad_value{"TB_MSG_ALL_CONSUMERS_COUNT", "0", "queue.msg-all.consumers-count",
+                  "is out of range (1..1024)"},
+        bad_value{"TB_KAFKA_PREFIX", "my prefix", "queue.kafka.kafka-prefix", "contains ' '"},
+        bad_value{"TB_KAFKA_MSG_ALL_PARTITIONS", "0", "queue.kafka.msg-all.partitions",
+                  "is out of range"},
+        bad_value{"TB_KAFKA_MSG_ALL_RETENTION_MS", "0", "queue.kafka.msg-all.retention-ms",
+                  "would delete every record"},
+        bad_value{"STARLING_EMBEDDED_FSYNC", "sometimes", "queue.embedded.fsync",
+                  "is not one of: none, interval, always"},
+        bad_value{"STARLING_EMBEDDED_SEGMENT_BYTES", "-5", "queue.embedded.segment-bytes",
+                  "is out of range"},
+        bad_value{"ACTORS_SYSTEM_THROUGHPUT", "0", "actors.system.throughput", "is out of range"},
+        bad_value{"ACTORS_SYSTEM_CLIENT_MAILBOX_CAPACITY", "0", "actors.client.mailbox-capacity",
+                  "is out of range"},
+        bad_value{"MQTT_MAX_IN_FLIGHT_MSGS", "0", "mqtt.max-in-flight-msgs", "Receive Maximum"},
+        bad_value{"MQTT_KEEP_ALIVE_MAX_KEEP_ALIVE_SEC", "65536", "mqtt.keep-alive.max-keep-alive",
+                  "is out of range (1..65535 s)"},
+        bad_value{"MQTT_SHARED_SUBSCRIPTIONS_PROCESSING_TYPE", "RANDOM",
+                  "mqtt.shared-subscriptions.processing-type", "is not one of: ROUND_ROBIN"},
+        bad_value{"MQTT_PERSISTENT_SESSION_DEVICE_PERSISTED_MESSAGES_LIMIT", "65536",
+                  "mqtt.persistent-session.device.persisted-messages.limit",
+                  "is out of range (1..65535; a device inbox holds at most 65535 messages"},
+        bad_value{"MQTT_CLIENT_SESSION_EXPIRY_MAX_EXPIRY_INTERVAL", "4294967296",
+                  "mqtt.client-session-expiry.max-expiry-interval", "is out of range"},
+        bad_value{"MQTT_MAX_QOS", "3", "mqtt.max-qos", "is out of range (0..2)"},
+        bad_value{"MQTT_RETAIN_AVAILABLE", "", "mqtt.retain-available", "is not a boolean"},
+        bad_value{"SECURITY_MQTT_ALLOW_ANONYMOUS", "nope", "security.mqtt.allow-anonymous",
+                  "is not a boolean"}));
+
+}  // namespace
+}  // namespace starling::config

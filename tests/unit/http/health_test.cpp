@@ -1,0 +1,95 @@
+#include "http/health.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+namespace starling::http {
+namespace {
+
+component_health with(health_status status) { return {status, {}}; }
+
+TEST(health_registry, reports_out_of_service_until_running) {
+    health_registry health;
+    EXPECT_EQ(health.current_lifecycle(), lifecycle::starting);
+    EXPECT_EQ(health.evaluate().status, health_status::out_of_service);
+    health.set_lifecycle(lifecycle::running);
+    EXPECT_EQ(health.evaluate().status, health_status::up);
+    health.set_lifecycle(lifecycle::stopping);
+    const auto report = health.evaluate();
+    EXPECT_EQ(report.status, health_status::out_of_service);
+    EXPECT_EQ(report.body["status"], "OUT_OF_SERVICE");
+}
+
+TEST(health_registry, status_is_the_worst_component) {
+    health_registry health;
+    health.set_lifecycle(lifecycle::running);
+    health_status a = health_status::up;
+    health_status b = health_status::up;
+    ASSERT_TRUE(health.add("a", [&] { return with(a); }));
+    ASSERT_TRUE(health.add("b", [&] { return with(b); }));
+    EXPECT_EQ(health.evaluate().status, health_status::up);
+    b = health_status::degraded;
+    EXPECT_EQ(health.evaluate().status, health_status::degraded);
+    a = health_status::down;
+    EXPECT_EQ(health.evaluate().status, health_status::down);
+    a = health_status::out_of_service;
+    EXPECT_EQ(health.evaluate().status, health_status::out_of_service);
+}
+
+TEST(health_registry, down_component_beats_lifecycle) {
+    health_registry health;
+    ASSERT_TRUE(health.add("log", [] { return with(health_status::down); }));
+    EXPECT_EQ(health.evaluate().status, health_status::down);
+}
+
+TEST(health_registry, body_has_spring_boot_shape) {
+    health_registry health;
+    health.set_lifecycle(lifecycle::running);
+    ASSERT_TRUE(health.add("messageLog", [] {
+        return component_health{health_status::degraded, {{"partitions", 16}, {"lag", 3}}};
+    }));
+    ASSERT_TRUE(health.add("deviceInbox", [] { return with(health_status::up); }));
+    const auto body = health.evaluate().body;
+    EXPECT_EQ(body["status"], "DEGRADED");
+    EXPECT_EQ(body["components"]["messageLog"]["status"], "DEGRADED");
+    EXPECT_EQ(body["components"]["messageLog"]["details"]["partitions"], 16);
+    EXPECT_EQ(body["components"]["deviceInbox"]["status"], "UP");
+    EXPECT_FALSE(body["components"]["deviceInbox"].contains("details"));
+}
+
+TEST(health_registry, throwing_check_reports_down_with_the_error) {
+    health_registry health;
+    health.set_lifecycle(lifecycle::running);
+    ASSERT_TRUE(health.add(
+        "metadata", []() -> component_health { throw std::runtime_error("connection refused"); }));
+    const auto report = health.evaluate();
+    EXPECT_EQ(report.status, health_status::down);
+    EXPECT_EQ(report.body["components"]["metadata"]["details"]["error"], "connection refused");
+}
+
+TEST(health_registry, names_are_unique_and_removable) {
+    health_registry health;
+    health.set_lifecycle(lifecycle::running);
+    EXPECT_TRUE(health.add("x", [] { return with(health_status::down); }));
+    EXPECT_FALSE(health.add("x", [] { return with(health_status::up); }));
+    EXPECT_EQ(health.evaluate().status, health_status::down);
+    EXPECT_TRUE(health.remove("x"));
+    EXPECT_FALSE(health.remove("x"));
+    EXPECT_EQ(health.evaluate().status, health_status::up);
+    EXPECT_TRUE(health.evaluate().body["components"].empty());
+}
+
+TEST(health_status, names_and_serving) {
+    EXPECT_EQ(to_string(health_status::up), "UP");
+    EXPECT_EQ(to_string(health_status::degraded), "DEGRADED");
+    EXPECT_EQ(to_string(health_status::out_of_service), "OUT_OF_SERVICE");
+    EXPECT_EQ(to_string(health_status::down), "DOWN");
+    EXPECT_TRUE(is_serving(health_status::up));
+    EXPECT_TRUE(is_serving(health_status::degraded));
+    EXPECT_FALSE(is_serving(health_status::out_of_service));
+    EXPECT_FALSE(is_serving(health_status::down));
+}
+
+}  // namespace
+}  // namespace starling::http

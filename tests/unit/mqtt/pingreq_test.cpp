@@ -1,0 +1,36 @@
+#include "mqtt/packet/pingreq.h"
+
+#include "mqtt_test_util.h"
+
+namespace starling::mqtt::test {
+namespace {
+
+TEST(pingreq, encodes_byte_for_byte) {
+    for (protocol_version v : all_versions) {
+        EXPECT_EQ(encoded(pingreq{}, v), wire({0xC0, 0x00}));
+    }
+}
+
+TEST(pingreq, round_trips_at_every_version) {
+    for (protocol_version v : all_versions) {
+        EXPECT_EQ(round_trip(pingreq{}, v, receiver::server), pingreq{}) << to_string(v);
+    }
+}
+
+TEST(decoder_malformed, reserved_flags_on_pingreq) {
+    auto r = decode_server(protocol_version::v5, wire({0xC0 | 0x01, 0x00}));
+    EXPECT_EQ(error_code(r), reason_code::malformed_packet);
+}
+
+TEST(decoder_malformed, pingreq_with_body) {
+    auto r = decode_server(protocol_version::v3_1_1, wire({0xC0, 0x01, 0x00}));
+    EXPECT_EQ(error_code(r), reason_code::malformed_packet);
+}
+
+TEST(decoder_malformed, pingreq_received_by_client) {
+    auto r = decode_client(protocol_version::v5, wire({0xC0, 0x00}));
+    EXPECT_EQ(error_code(r), reason_code::protocol_error);
+}
+
+}  // namespace
+}  // namespace starling::mqtt::test
