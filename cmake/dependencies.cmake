@@ -15,3 +15,7 @@ if(STARLING_BUILD_TESTS)
     find_package(GTest REQUIRED)
     include(GoogleTest)
 endif()
+
+# Every translation unit must see Asio configured the same way (a define visible to some and not
+# others changes class layouts: an ODR violation that crashes at run time).
+add_compile_definitions(BOOST_ASIO_NO_DEPRECATED)

@@ -1,6 +1,7 @@
 # Helpers that every module uses to declare its library and its tests.
 
-set(STARLING_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion)
+set(STARLING_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion
+    -Wno-missing-field-initializers)
 if(STARLING_WERROR)
     list(APPEND STARLING_WARNINGS -Werror)
 endif()

@@ -34,7 +34,7 @@ namespace detail {
 // Something the dispatcher can run: in practice a mailbox<Msg>. run_turn() is only ever called
 // by one worker at a time for a given object (the mailbox's busy flag guarantees it).
 class schedulable {
-public:
+  public:
     virtual ~schedulable() = default;
     virtual void run_turn() = 0;
 };
@@ -48,7 +48,7 @@ public:
 // deque: it sees one push and one pop per *turn* (up to `throughput` messages), not per message,
 // so one lock is not the bottleneck at the turn rates two to sixteen cores produce.
 class dispatcher_core {
-public:
+  public:
     enum class state : std::uint8_t { created, running, stopping, stopped };
 
     dispatcher_core(std::string name, std::size_t threads);
@@ -75,7 +75,7 @@ public:
     dispatcher_stats& stats() { return stats_; }
     const dispatcher_stats& stats() const { return stats_; }
 
-private:
+  private:
     void worker_loop(std::size_t index);
 
     const std::string name_;
@@ -111,7 +111,7 @@ private:
 // Concurrency: start()/stop() from an owning thread, never from one of this dispatcher's workers
 // (stop() there panics: a thread cannot join itself). Everything else is thread-safe.
 class dispatcher {
-public:
+  public:
     dispatcher(std::string name, std::size_t threads);
     ~dispatcher();
 
@@ -132,7 +132,7 @@ public:
     // For mailbox<Msg> (and tests): the shared core a mailbox keeps a reference to.
     const std::shared_ptr<detail::dispatcher_core>& core() const { return core_; }
 
-private:
+  private:
     std::shared_ptr<detail::dispatcher_core> core_;
 };
 

@@ -24,9 +24,16 @@
 // and will schedule the mailbox itself, so no worker spins waiting for it.
 //
 // Guarantees: a mailbox is run by at most one worker at a time (busy_ is held from the
-// winning CAS until the end of the turn), so the handler needs no locks for actor state; and
+// winning CAS until the end of the turn), so the handler needs no locks for actor state;
 // messages from one sender thread are handled in send order (FIFO queues), with control
-// messages overtaking normal ones by design.
+// messages overtaking normal ones by design: before each normal message the turn drains every
+// control message queued (up to max_control_per_turn per turn, a guard against an actor that
+// feeds itself control messages forever).
+
+#include "actor/dispatcher.h"
+#include "actor/mpsc_queue.h"
+#include "actor/timer_service.h"
+#include "base/assert.h"
 
 #include <atomic>
 #include <chrono>
@@ -36,11 +43,6 @@
 #include <memory>
 #include <type_traits>
 #include <utility>
-
-#include "actor/dispatcher.h"
-#include "actor/mpsc_queue.h"
-#include "actor/timer_service.h"
-#include "base/assert.h"
 
 namespace starling::actor {
 
@@ -91,7 +93,7 @@ class mailbox final : public detail::schedulable,
                       public std::enable_shared_from_this<mailbox<Msg>> {
     struct private_tag {};
 
-public:
+  public:
     using message_type = Msg;
     using handler_type = std::function<void(Msg&&)>;
 
@@ -113,8 +115,8 @@ public:
     mailbox& operator=(const mailbox&) = delete;
 
     // Queues a normal message. False when the normal queue is full (counted in
-    // stats().rejected), the mailbox is closed, or its dispatcher is stopping; the message is
-    // then destroyed.
+    // stats().rejected), the mailbox is closed, or its dispatcher is stopping. A refused
+    // message is not moved from, so the caller still owns it (to retry, park or drop).
     bool tell(Msg&& message) {
         if (!accepting()) {
             return false;
@@ -126,8 +128,7 @@ public:
                 core_->stats().tells_rejected.fetch_add(1, std::memory_order_relaxed);
                 return false;
             }
-        } while (!normal_depth_.compare_exchange_weak(depth, depth + 1,
-                                                      std::memory_order_relaxed));
+        } while (!normal_depth_.compare_exchange_weak(depth, depth + 1, std::memory_order_relaxed));
         normal_.push(new node(std::move(message)));
         pushed_.store(true, std::memory_order_seq_cst);
         schedule_if_free();
@@ -135,7 +136,8 @@ public:
     }
 
     // Queues a control message: handled before any normal message not yet started, never
-    // refused for capacity (see the class comment). False only when closed or stopping.
+    // refused for capacity (see the class comment). False only when closed or stopping (the
+    // message is then not moved from).
     bool tell_control(Msg&& message) {
         if (!accepting()) {
             return false;
@@ -148,8 +150,7 @@ public:
     }
 
     bool tell(lane which, Msg&& message) {
-        return which == lane::control ? tell_control(std::move(message))
-                                      : tell(std::move(message));
+        return which == lane::control ? tell_control(std::move(message)) : tell(std::move(message));
     }
 
     // Stops accepting; queued messages are discarded by the next turn without being handled.
@@ -169,7 +170,7 @@ public:
     std::size_t capacity() const { return capacity_; }
     const mailbox_stats& stats() const { return stats_; }
 
-private:
+  private:
     using queue = mpsc_queue<Msg>;
 
     // Control messages per turn. Far above what the broker produces (a handful per actor life);
@@ -178,7 +179,9 @@ private:
     static constexpr std::uint32_t max_control_per_turn = 256;
     using node = typename queue::value_node;
 
-    bool accepting() const { return !closed_.load(std::memory_order_acquire) && !core_->stopping(); }
+    bool accepting() const {
+        return !closed_.load(std::memory_order_acquire) && !core_->stopping();
+    }
 
     void schedule_if_free() {
         bool expected = false;
@@ -284,30 +287,27 @@ private:
 template <class Msg>
 timer_handle tell_after(timer_service& timers, std::chrono::steady_clock::duration delay,
                         const std::shared_ptr<mailbox<Msg>>& target,
-                        std::type_identity_t<Msg>&& message,
-                        lane which = lane::control) {
+                        std::type_identity_t<Msg>&& message, lane which = lane::control) {
     // std::function needs a copyable callable; the shared_ptr carries a move-only Msg.
-    return timers.schedule_after(
-        delay, [weak = std::weak_ptr<mailbox<Msg>>(target),
-                payload = std::make_shared<Msg>(std::move(message)), which] {
-            if (auto box = weak.lock()) {
-                box->tell(which, std::move(*payload));
-            }
-        });
+    return timers.schedule_after(delay,
+                                 [weak = std::weak_ptr<mailbox<Msg>>(target),
+                                  payload = std::make_shared<Msg>(std::move(message)), which] {
+                                     if (auto box = weak.lock()) {
+                                         box->tell(which, std::move(*payload));
+                                     }
+                                 });
 }
 
 template <class Msg>
 timer_handle tell_at(timer_service& timers, std::chrono::steady_clock::time_point when,
                      const std::shared_ptr<mailbox<Msg>>& target,
-                        std::type_identity_t<Msg>&& message,
-                     lane which = lane::control) {
-    return timers.schedule_at(
-        when, [weak = std::weak_ptr<mailbox<Msg>>(target),
-               payload = std::make_shared<Msg>(std::move(message)), which] {
-            if (auto box = weak.lock()) {
-                box->tell(which, std::move(*payload));
-            }
-        });
+                     std::type_identity_t<Msg>&& message, lane which = lane::control) {
+    return timers.schedule_at(when, [weak = std::weak_ptr<mailbox<Msg>>(target),
+                                     payload = std::make_shared<Msg>(std::move(message)), which] {
+        if (auto box = weak.lock()) {
+            box->tell(which, std::move(*payload));
+        }
+    });
 }
 
 }  // namespace starling::actor

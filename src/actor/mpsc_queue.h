@@ -24,7 +24,7 @@ namespace starling::actor {
 
 template <class T>
 class mpsc_queue {
-public:
+  public:
     mpsc_queue() = default;
     ~mpsc_queue() {
         while (value_node* node = pop()) {
@@ -94,7 +94,7 @@ public:
                tail_ == head_.load(std::memory_order_acquire);
     }
 
-private:
+  private:
     void push_stub() {
         stub_.next.store(nullptr, std::memory_order_relaxed);
         node_base* prev = head_.exchange(&stub_, std::memory_order_acq_rel);

@@ -1,11 +1,11 @@
 #include "actor/timer_service.h"
 
+#include "base/assert.h"
+
 #include <pthread.h>
 
 #include <algorithm>
 #include <utility>
-
-#include "base/assert.h"
 
 namespace starling::actor {
 namespace {

@@ -9,6 +9,8 @@
 // map (O(n), amortized O(1) per cancel), bounding memory at about twice the live timers.
 // Equal deadlines fire in scheduling order (ids increase).
 
+#include "starling/clock.h"
+
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -19,8 +21,6 @@
 #include <thread>
 #include <unordered_map>
 #include <vector>
-
-#include "starling/clock.h"
 
 namespace starling::actor {
 
@@ -52,12 +52,13 @@ struct timer_handle {
 // actor that re-arms timers should therefore tag its tick messages (a generation number) and
 // ignore stale ones.
 class timer_service {
-public:
+  public:
     using callback = std::function<void()>;
     using duration = std::chrono::steady_clock::duration;
     using time_point = std::chrono::steady_clock::time_point;
 
-    explicit timer_service(std::string name, const starling::clock& clock = system_clock::instance());
+    explicit timer_service(std::string name,
+                           const starling::clock& clock = system_clock::instance());
     ~timer_service();
 
     timer_service(const timer_service&) = delete;
@@ -79,7 +80,7 @@ public:
     // Heap entries including cancelled ones not yet skipped (memory bound check).
     std::size_t heap_size_for_test() const;
 
-private:
+  private:
     struct entry {
         time_point deadline;
         std::uint64_t id;

@@ -117,7 +117,7 @@ void daemon::start() {
 
     // Ports: embedded adapters under data_dir.
     adapters::embedded::embedded_log_config log_cfg;
-    log_cfg.data_dir = data_dir / "log";
+    log_cfg.data_dir = data_dir;  // the adapter keeps its files in data_dir/log/
     log_cfg.fsync = to_adapter(cfg_.queue.embedded.fsync);
     log_cfg.fsync_interval = cfg_.queue.embedded.fsync_interval;
     log_cfg.segment_bytes = cfg_.queue.embedded.segment_bytes;
@@ -160,7 +160,7 @@ void daemon::start() {
     p.node->start();
 
     // HTTP and MQTT listeners on one I/O pool.
-    p.io = std::make_unique<net::io_pool>(cfg_.listener.io_threads);
+    p.io = std::make_unique<net::io_pool>("io", cfg_.listener.io_threads);
     p.io->start();
     http::router routes;
     http::add_actuator_routes(routes, p.health, p.metrics);
@@ -176,9 +176,10 @@ void daemon::start() {
         opts.bind_address = cfg_.listener.tcp.bind_address;
         opts.port = cfg_.listener.tcp.bind_port;
         opts.so_receive_buffer = cfg_.listener.so_receive_buffer;
-        opts.write_buffer_high_water_mark = cfg_.listener.write_buffer_high_water_mark;
-        opts.write_buffer_low_water_mark = cfg_.listener.write_buffer_low_water_mark;
-        p.mqtt_tcp = std::make_unique<net::tcp_listener>(p.io->context(), opts);
+        opts.connection.write_buffer_high_water_mark = cfg_.listener.write_buffer_high_water_mark;
+        opts.connection.write_buffer_low_water_mark = cfg_.listener.write_buffer_low_water_mark;
+        opts.connection.close_timeout = cfg_.listener.tcp.netty.shutdown_timeout;
+        p.mqtt_tcp = std::make_unique<net::tcp_listener>(*p.io, opts);
         auto& core = p.node->core();
         auto st = p.mqtt_tcp->start([&core](std::shared_ptr<net::connection> conn) {
             auto handler = std::make_shared<broker::mqtt_connection>(core, conn);

@@ -161,8 +161,10 @@ void client_actor::on_connect(client_msg::connect&& m) {
         conn_ = nullptr;
         if (old->v5() && old->connack_sent) {
             old->encode_buffer.clear();
-            mqtt::encode(mqtt::disconnect{mqtt::reason_code::session_taken_over, {}},
-                         old->version, old->encode_buffer);
+            mqtt::disconnect d;
+            d.reason_code = mqtt::reason_code::session_taken_over;
+            d.properties.reason_string = "another connection took over the session";
+            mqtt::encode(d, old->version, old->encode_buffer);
             old->channel->send(std::move(old->encode_buffer));
         }
         old->channel->close();
@@ -311,9 +313,11 @@ void client_actor::complete_connect(std::uint64_t channel_id, bool session_prese
     c.connack_sent = true;
     connected_.store(true, std::memory_order_release);
     core_.probe().client_connected();
-    spdlog::info("client connected: id={} address={} version={} clean_start={} keep_alive={}",
-                 client_id_, c.channel->remote_address(), version_name(c.version),
-                 !session_present, c.keep_alive);
+    spdlog::info(
+        "client connected: id={} address={} version={} session_present={} persistent={} "
+        "keep_alive={}",
+        client_id_, c.channel->remote_address(), version_name(c.version), session_present,
+        persistent_, c.keep_alive);
     core_.sessions().put_session(session_record{.client_id = client_id_,
                                                 .persistent = persistent_,
                                                 .connected = true,
@@ -1039,6 +1043,9 @@ void client_actor::disconnect_with(mqtt::reason_code code, std::string_view why)
     if (c.v5()) {
         mqtt::disconnect d;
         d.reason_code = code;
+        // A Reason String is always allowed on DISCONNECT; besides helping the operator, it
+        // makes clients that ignore a bare reason code (paho-mqtt 2.x) see the code.
+        d.properties.reason_string = std::string(why);
         if (c.connack_sent) {
             send_packet(d);
         } else {
@@ -1314,7 +1321,10 @@ void client_actor::on_shutdown(client_msg::shutdown&& m) {
     if (conn_) {
         connection_state& c = *conn_;
         if (c.v5() && c.connack_sent) {
-            send_packet(mqtt::disconnect{mqtt::reason_code::server_shutting_down, {}});
+            mqtt::disconnect d;
+            d.reason_code = mqtt::reason_code::server_shutting_down;
+            d.properties.reason_string = "server shutting down";
+            send_packet(d);
         }
         c.will_suppressed = true;  // the server is leaving, not the client
         c.closing = true;

@@ -52,12 +52,16 @@ void mqtt_connection::on_bytes(std::span<const std::uint8_t> bytes) {
             spdlog::info("connection {} ({}): malformed input: {} ({})", id_, remote_address_,
                          err->detail, mqtt::to_string(err->code));
             if (!actor_) {
-                auto version = decoder_.version().value_or(mqtt::protocol_version::v3_1_1);
-                refuse_connect(version, err->code, err->detail);
+                if (auto version = decoder_.version()) {
+                    refuse_connect(*version, err->code, err->detail);  // a broken CONNECT
+                } else {
+                    // Not even a CONNECT: close without an answer (MQTT-3.1.0-1, 4.8.0-1).
+                    refused_ = true;
+                    transport_->close();
+                }
             } else {
-                actor_->tell_control(
-                    client_msg::closed{.channel_id = id_, .reason = err->detail,
-                                       .protocol_error = err->code});
+                forward(client_msg::closed{.channel_id = id_, .reason = err->detail,
+                                           .protocol_error = err->code});
             }
             return;
         }
@@ -78,7 +82,7 @@ void mqtt_connection::on_bytes(std::span<const std::uint8_t> bytes) {
             }
             continue;
         }
-        forward(std::move(packet));
+        forward(client_msg::packet{id_, std::move(packet)});
     }
     decoder_.shrink();
 }
@@ -153,33 +157,30 @@ void mqtt_connection::refuse_connect(mqtt::protocol_version version, mqtt::reaso
     transport_->close();
 }
 
-void mqtt_connection::forward(mqtt::packet&& p) {
+void mqtt_connection::forward(client_message&& m) {
+    // Packets and the end of the connection travel on the actor's normal lane, in order: a
+    // close must never overtake the DISCONNECT (or PUBLISH) that preceded it.
     std::lock_guard lock(backlog_mutex_);
     if (paused_) {
-        backlog_.push_back(std::move(p));
+        backlog_.push_back(std::move(m));
         return;
     }
-    client_message m = client_msg::packet{id_, std::move(p)};
     if (actor_->tell(std::move(m))) {
         return;
     }
-    // Mailbox full: keep the packet, stop reading until the actor drained.
-    auto& rejected = std::get<client_msg::packet>(m);
-    backlog_.push_back(std::move(rejected.packet));
+    // Mailbox full (a refused message is not moved from): keep it, stop reading until the
+    // actor drained. The actor calls resume_reading() once its mailbox is below half.
+    backlog_.push_back(std::move(m));
     paused_ = true;
     paused_flag_.store(true, std::memory_order_release);
     transport_->pause_reading();
-    // The actor calls resume_reading() once its mailbox drained below half (client_actor::handle).
 }
 
 void mqtt_connection::resume_reading() {
     std::unique_lock lock(backlog_mutex_);
     while (!backlog_.empty()) {
-        client_message m = client_msg::packet{id_, std::move(backlog_.front())};
-        if (!actor_->tell(std::move(m))) {
-            // Still full: the actor calls again after its next message.
-            backlog_.front() = std::move(std::get<client_msg::packet>(m).packet);
-            return;
+        if (!actor_->tell(std::move(backlog_.front()))) {
+            return;  // still full: the actor calls again after its next message
         }
         backlog_.pop_front();
     }
@@ -192,8 +193,9 @@ void mqtt_connection::resume_reading() {
 
 void mqtt_connection::on_closed(std::error_code ec) {
     if (actor_) {
-        actor_->tell_control(client_msg::closed{
-            .channel_id = id_, .reason = ec ? ec.message() : "connection closed by peer"});
+        forward(client_msg::closed{.channel_id = id_,
+                                   .reason = ec ? ec.message() : "connection closed by peer",
+                                   .protocol_error = std::nullopt});
     }
 }
 

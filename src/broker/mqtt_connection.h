@@ -21,6 +21,7 @@
 #include <mutex>
 #include <string>
 
+#include "broker/client_actor.h"
 #include "broker/client_channel.h"
 #include "mqtt/decoder.h"
 #include "net/connection.h"
@@ -54,7 +55,7 @@ private:
     void handle_connect(mqtt::connect&& c);
     void refuse_connect(mqtt::protocol_version version, mqtt::reason_code code,
                         std::string_view why);
-    void forward(mqtt::packet&& p);
+    void forward(client_message&& m);
 
     broker_core& core_;
     std::shared_ptr<net::connection> transport_;
@@ -65,7 +66,7 @@ private:
     bool refused_ = false;
 
     std::mutex backlog_mutex_;
-    std::deque<mqtt::packet> backlog_;
+    std::deque<client_message> backlog_;
     bool paused_ = false;
     std::atomic<bool> paused_flag_{false};  // paused_, readable without the mutex
 };

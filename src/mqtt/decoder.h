@@ -20,7 +20,9 @@
 // UNSUBACK or PINGRESP; a client never receives CONNECT, SUBSCRIBE, UNSUBSCRIBE or PINGREQ.
 //
 // The maximum packet size (whole packet, fixed header included, as MQTT 5.0 counts it) is
-// checked as soon as the fixed header is complete, before the body is buffered.
+// checked as soon as the fixed header is complete, before the body is buffered. Servers must
+// set it (the default is the protocol maximum, 256 MiB); even so, the buffer grows only with
+// bytes that actually arrive (at most 1 MiB ahead of them), never with what a header promises.
 //
 // Errors: decode_error.code is the v5 reason code the specification requires (malformed_packet,
 // protocol_error, packet_too_large, topic_name_invalid, ...); at 3.x the caller closes the

@@ -26,7 +26,8 @@ std::size_t packet_size_of(const T& p, protocol_version version) noexcept {
 }
 
 publish_header header_of(const publish& p) noexcept {
-    return publish_header{p.topic, p.qos, p.retain, p.dup, p.packet_id, &p.properties, {}, {}};
+    return publish_header{p.topic,     p.qos,         p.retain, p.dup,
+                          p.packet_id, &p.properties, {},       p.properties.topic_alias};
 }
 
 }  // namespace
@@ -79,16 +80,18 @@ std::size_t encoded_size(const packet& p, protocol_version version) {
 
 void encode_publish(std::string& out, protocol_version version, const publish_header& header,
                     std::string_view payload) {
-    const std::size_t body = detail::publish_body_size(version, header, payload.size());
+    const std::size_t props = detail::publish_properties_size(version, header);
+    const std::size_t body = detail::publish_body_size(version, header, props, payload.size());
     out.reserve(out.size() + detail::packet_size(body));
     detail::put_fixed_header(out, static_cast<std::uint8_t>(packet_type::publish),
                              detail::publish_flags(header), body);
-    detail::encode_publish_body(version, header, payload, out);
+    detail::encode_publish_body(version, header, props, payload, out);
 }
 
 std::size_t encoded_publish_size(protocol_version version, const publish_header& header,
                                  std::size_t payload_size) {
-    return detail::packet_size(detail::publish_body_size(version, header, payload_size));
+    return detail::packet_size(detail::publish_body_size(
+        version, header, detail::publish_properties_size(version, header), payload_size));
 }
 
 }  // namespace starling::mqtt

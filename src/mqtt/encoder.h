@@ -57,12 +57,12 @@ struct publish_header {
     bool retain = false;
     bool dup = false;
     std::uint16_t packet_id = 0;  // written only for QoS 1 and 2
-    // The message's properties (may be null). Their subscription identifiers and topic alias
-    // are written too, unless overridden below.
+    // The message's properties (may be null). Their subscription identifiers are written;
+    // their topic alias is not (it belonged to the publisher's connection).
     const mqtt::properties* properties = nullptr;
     // Per-subscriber subscription identifiers, written after those in `properties`.
     std::span<const std::uint32_t> subscription_identifiers;
-    // Per-subscriber topic alias; replaces properties->topic_alias when set.
+    // The topic alias for this connection, if any: the only one written.
     std::optional<std::uint16_t> topic_alias;
 };
 

@@ -121,11 +121,9 @@ void visit_properties(const properties& p, property_scope scope, const publish_o
     opt_string(id::reason_string, p.reason_string);
     opt(id::receive_maximum, p.receive_maximum);
     opt(id::topic_alias_maximum, p.topic_alias_maximum);
-    if (ov != nullptr && ov->topic_alias) {
-        opt(id::topic_alias, ov->topic_alias);
-    } else {
-        opt(id::topic_alias, p.topic_alias);
-    }
+    // With overrides (encode_publish) only the per-connection alias is written: an alias in
+    // the stored message's properties belonged to the publisher's connection.
+    opt(id::topic_alias, ov != nullptr ? ov->topic_alias : p.topic_alias);
     opt(id::maximum_qos, p.maximum_qos);
     opt(id::retain_available, p.retain_available);
     if (want(id::user_property)) {

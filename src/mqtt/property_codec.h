@@ -35,7 +35,8 @@ enum class property_scope : std::uint8_t {
     will,
 };
 
-// Per-subscriber additions to a PUBLISH's properties (see encoder.h publish_header).
+// Per-subscriber additions to a PUBLISH's properties (see encoder.h publish_header): extra
+// subscription identifiers, and the topic alias, which replaces properties.topic_alias.
 struct publish_overrides {
     std::span<const std::uint32_t> subscription_identifiers;
     std::optional<std::uint16_t> topic_alias;

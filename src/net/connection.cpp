@@ -1,5 +1,8 @@
 #include "net/connection.h"
 
+#include "net/errc.h"
+#include "net/transport.h"
+
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -8,9 +11,6 @@
 #include <optional>
 #include <utility>
 #include <vector>
-
-#include "net/errc.h"
-#include "net/transport.h"
 
 namespace starling::net {
 namespace {
@@ -29,7 +29,9 @@ std::size_t hard_limit_of(const connection_options& options) {
 // touched only on the transport's strand.
 struct connection::state {
     state(std::unique_ptr<transport> t, const connection_options& o)
-        : stream(std::move(t)), executor(stream->get_executor()), options(o),
+        : stream(std::move(t)),
+          executor(stream->get_executor()),
+          options(o),
           hard_limit(hard_limit_of(o)) {}
 
     std::unique_ptr<transport> stream;
@@ -264,10 +266,10 @@ void connection::start_write() {
         s.in_flight_bytes += piece.size();
     }
     stats_.write_operations.fetch_add(1, std::memory_order_relaxed);
-    s.stream->async_write(s.gather, [self = shared_from_this()](
-                                        const boost::system::error_code& ec, std::size_t) {
-        self->on_write(ec);
-    });
+    s.stream->async_write(
+        s.gather, [self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
+            self->on_write(ec);
+        });
 }
 
 void connection::on_write(std::error_code ec) {
@@ -309,8 +311,9 @@ void connection::on_writes_drained() {
     }
     // close() stopped sends, so the queue stays empty: flush complete, send our FIN.
     s.fin_sent = true;
-    s.stream->async_shutdown(
-        [self = shared_from_this()](const boost::system::error_code& ec) { self->on_shutdown(ec); });
+    s.stream->async_shutdown([self = shared_from_this()](const boost::system::error_code& ec) {
+        self->on_shutdown(ec);
+    });
 }
 
 void connection::on_shutdown(std::error_code ec) {

@@ -43,7 +43,7 @@ struct connection_stats {
 // All three are called on the connection's strand (an I/O thread), one at a time, in order, and
 // must not block. They may call any connection member.
 class connection_handler {
-public:
+  public:
     virtual ~connection_handler() = default;
 
     // Received bytes, valid only during the call (copy what the decoder must keep).
@@ -80,7 +80,7 @@ public:
 class connection final : public std::enable_shared_from_this<connection> {
     struct private_tag {};
 
-public:
+  public:
     static std::shared_ptr<connection> create(std::unique_ptr<transport> stream,
                                               const connection_options& options);
 
@@ -125,7 +125,7 @@ public:
     const std::string& remote_address() const { return remote_address_; }
     const connection_stats& stats() const { return stats_; }
 
-private:
+  private:
     struct state;  // connection.cpp: the write queue, the strand-side state, the Asio objects
 
     void run_start(std::shared_ptr<connection_handler> handler);

@@ -6,7 +6,7 @@ namespace starling::net {
 namespace {
 
 class category final : public std::error_category {
-public:
+  public:
     const char* name() const noexcept override { return "starling.net"; }
     std::string message(int value) const override {
         switch (static_cast<errc>(value)) {

@@ -1,14 +1,13 @@
 #include "net/io_pool.h"
 
-#include <pthread.h>
+#include "base/assert.h"
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <pthread.h>
 
 #include <algorithm>
 #include <utility>
-
-#include "base/assert.h"
 
 namespace starling::net {
 namespace {
@@ -25,7 +24,8 @@ struct io_pool::work {
 io_pool::io_pool(std::string name, std::size_t threads)
     : name_(std::move(name)),
       thread_count_(std::max<std::size_t>(threads, 1)),
-      // The concurrency hint only tunes Asio's internal locking; 1 would disable it.
+      // The hint only tunes Asio's scheduler (with 1 it skips waking other threads); posting
+      // from any thread stays safe either way.
       context_(std::make_unique<boost::asio::io_context>(static_cast<int>(thread_count_))) {}
 
 io_pool::~io_pool() { stop(); }

@@ -27,7 +27,7 @@ namespace starling::net {
 // Concurrency: start()/stop() from an owning thread, never from one of the pool's threads
 // (stop() there panics: it would join itself). context() is thread-safe, as io_context is.
 class io_pool {
-public:
+  public:
     io_pool(std::string name, std::size_t threads);
     ~io_pool();
 
@@ -41,7 +41,7 @@ public:
     std::size_t thread_count() const { return thread_count_; }
     const std::string& name() const { return name_; }
 
-private:
+  private:
     struct work;  // the executor_work_guard keeping idle threads in run()
 
     const std::string name_;

@@ -1,21 +1,20 @@
 #include "net/tcp_listener.h"
 
-#include <spdlog/spdlog.h>
+#include "net/errc.h"
+#include "net/io_pool.h"
+#include "net/tcp_transport.h"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <utility>
-
-#include "net/errc.h"
-#include "net/io_pool.h"
-#include "net/tcp_transport.h"
 
 namespace starling::net {
 
@@ -101,11 +100,10 @@ void tcp_listener::state::on_accept(const std::shared_ptr<state>& s,
 void tcp_listener::state::accept_next(const std::shared_ptr<state>& s) {
     // Each connection gets its own strand; the socket carries it as its executor, so every
     // completion of that connection is serialized without locks.
-    s->acceptor.async_accept(
-        asio::any_io_executor(asio::make_strand(s->context)),
-        [s](const boost::system::error_code& ec, tcp::socket socket) {
-            on_accept(s, ec, std::move(socket));
-        });
+    s->acceptor.async_accept(asio::any_io_executor(asio::make_strand(s->context)),
+                             [s](const boost::system::error_code& ec, tcp::socket socket) {
+                                 on_accept(s, ec, std::move(socket));
+                             });
 }
 
 tcp_listener::tcp_listener(io_pool& pool, listener_options options)

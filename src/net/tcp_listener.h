@@ -3,15 +3,15 @@
 // tcp_listener: accepts TCP connections on a shared io_pool and hands each one, wrapped in a
 // connection over a tcp_transport, to the owner. No Asio in this header.
 
+#include "base/result.h"
+#include "net/connection.h"
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
-
-#include "base/result.h"
-#include "net/connection.h"
 
 namespace starling::net {
 
@@ -44,7 +44,7 @@ struct listener_stats {
 // Concurrency: start()/stop() from any thread (not concurrently with each other); accessors
 // are thread-safe.
 class tcp_listener {
-public:
+  public:
     using accept_handler = std::function<void(std::shared_ptr<connection>)>;
 
     tcp_listener(io_pool& pool, listener_options options);
@@ -62,7 +62,7 @@ public:
     std::uint16_t local_port() const;
     const listener_stats& stats() const;
 
-private:
+  private:
     struct state;  // shared with in-flight accept operations, which may outlive *this
     std::shared_ptr<state> state_;
 };

@@ -95,8 +95,7 @@ void tcp_transport::close() {
 std::string tcp_transport::format(const boost::asio::ip::tcp::endpoint& endpoint) {
     auto address = endpoint.address();
     if (address.is_v6() && address.to_v6().is_v4_mapped()) {
-        address = boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped,
-                                                   address.to_v6());
+        address = boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, address.to_v6());
     }
     if (address.is_v6()) {
         return "[" + address.to_string() + "]:" + std::to_string(endpoint.port());

@@ -2,11 +2,11 @@
 
 // tcp_transport: transport over a plain TCP socket.
 
+#include "net/transport.h"
+
 #include <boost/asio/ip/tcp.hpp>
 
 #include <string>
-
-#include "net/transport.h"
 
 namespace starling::net {
 
@@ -19,7 +19,7 @@ namespace starling::net {
 // Lifecycle and concurrency: see transport. The socket's executor must be a strand (the
 // listener accepts onto make_strand()); construction sets TCP_NODELAY and non-blocking mode.
 class tcp_transport final : public transport {
-public:
+  public:
     explicit tcp_transport(boost::asio::ip::tcp::socket socket);
     ~tcp_transport() override;
 
@@ -34,7 +34,7 @@ public:
     // Formats an endpoint as remote_address() does.
     static std::string format(const boost::asio::ip::tcp::endpoint& endpoint);
 
-private:
+  private:
     void read_now(read_handler handler);
 
     boost::asio::ip::tcp::socket socket_;

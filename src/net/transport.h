@@ -27,7 +27,7 @@ namespace starling::net {
 // serialize), and every completion handler runs there. At most one async_read, one async_write
 // and one async_shutdown are outstanding at a time.
 class transport {
-public:
+  public:
     // The bytes are valid only during the call: a transport may read into a buffer shared by
     // every connection of the thread (see tcp_transport), so idle connections cost no buffer.
     using read_handler =

@@ -1,16 +1,15 @@
 #include "adapters/embedded/embedded_log_consumer.h"
 
-#include <algorithm>
-
 #include "adapters/embedded/log_engine.h"
 #include "adapters/embedded/log_errc.h"
 #include "adapters/embedded/log_partition.h"
 
+#include <algorithm>
+
 namespace starling::adapters::embedded {
 
-embedded_log_consumer::embedded_log_consumer(std::shared_ptr<log_engine> engine,
-                                             consumer_spec spec, std::string member_key,
-                                             std::size_t fetch_buffer_bytes)
+embedded_log_consumer::embedded_log_consumer(std::shared_ptr<log_engine> engine, consumer_spec spec,
+                                             std::string member_key, std::size_t fetch_buffer_bytes)
     : engine_(std::move(engine)), spec_(std::move(spec)), member_key_(std::move(member_key)) {
     buffer_.resize(fetch_buffer_bytes);
 }

@@ -17,6 +17,9 @@
 // other threads (another member joining, topic admin, stop()); `mutex_` guards the assignment
 // against them.
 
+#include "adapters/embedded/log_waiter.h"
+#include "starling/message_log.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -25,16 +28,13 @@
 #include <string>
 #include <vector>
 
-#include "adapters/embedded/log_waiter.h"
-#include "starling/message_log.h"
-
 namespace starling::adapters::embedded {
 
 class log_engine;
 class log_partition;
 
 class embedded_log_consumer final : public log_consumer {
-public:
+  public:
     struct assigned_partition {
         topic_partition tp;
         std::shared_ptr<log_partition> partition;
@@ -66,7 +66,7 @@ public:
     void assign(std::vector<assigned_partition> next);
     void notify_stopped() { waiter_.notify(); }
 
-private:
+  private:
     struct partition_state {
         topic_partition tp;
         std::shared_ptr<log_partition> partition;

@@ -3,14 +3,14 @@
 // Configuration of the embedded message log (embedded_message_log::open()). Every field has a
 // working default; only data_dir must be set. The config module maps starling.yml keys onto it.
 
+#include "base/result.h"
+#include "starling/clock.h"
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <string_view>
-
-#include "base/result.h"
-#include "starling/clock.h"
 
 namespace starling::adapters::embedded {
 

@@ -36,8 +36,8 @@ std::uint32_t crc32c_table(std::uint32_t crc, const unsigned char* data, std::si
 
 #if defined(__x86_64__)
 __attribute__((target("sse4.2"))) std::uint32_t crc32c_sse42(std::uint32_t crc,
-                                                              const unsigned char* data,
-                                                              std::size_t size) {
+                                                             const unsigned char* data,
+                                                             std::size_t size) {
     std::uint64_t wide = crc;
     while (size >= 8) {
         std::uint64_t word = 0;

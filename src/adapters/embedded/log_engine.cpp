@@ -1,19 +1,19 @@
 #include "adapters/embedded/log_engine.h"
 
+#include "adapters/embedded/embedded_log_consumer.h"
+#include "adapters/embedded/log_errc.h"
+#include "adapters/embedded/log_format.h"
+#include "base/assert.h"
+
 #include <fcntl.h>
 #include <pthread.h>
-#include <sys/file.h>
 #include <spdlog/spdlog.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
 #include <sstream>
-
-#include "adapters/embedded/embedded_log_consumer.h"
-#include "adapters/embedded/log_errc.h"
-#include "adapters/embedded/log_format.h"
-#include "base/assert.h"
 
 namespace starling::adapters::embedded {
 
@@ -145,7 +145,8 @@ result<std::shared_ptr<log_engine>> log_engine::open(embedded_log_config config)
     if (config.data_dir.empty() || config.segment_bytes == 0 ||
         config.segment_bytes > (2ULL << 30) || config.max_record_bytes == 0 ||
         config.max_record_bytes > log_format::max_frame_body || config.max_queued_records == 0 ||
-        config.index_interval_bytes == 0 || config.fetch_buffer_bytes == 0) {
+        config.index_interval_bytes == 0 || config.fetch_buffer_bytes == 0 ||
+        (config.fsync == fsync_policy::interval && config.fsync_interval.count() <= 0)) {
         return make_error_code(log_errc::invalid_argument);
     }
     std::shared_ptr<log_engine> engine(new log_engine(std::move(config)));
@@ -230,8 +231,8 @@ result<std::shared_ptr<log_engine::topic_state>> log_engine::load_topic(
     }
     topic->dir = dir;
     for (std::int32_t p = 0; p < topic->spec.partitions; ++p) {
-        auto partition = std::make_shared<log_partition>(topic->spec.name, p,
-                                                         dir / std::to_string(p), config_);
+        auto partition =
+            std::make_shared<log_partition>(topic->spec.name, p, dir / std::to_string(p), config_);
         if (auto recovered = partition->recover(); !recovered) {
             return recovered.error();
         }
@@ -241,6 +242,11 @@ result<std::shared_ptr<log_engine::topic_state>> log_engine::load_topic(
 }
 
 void log_engine::stop() {
+    if (current_writer == this) {
+        // Joining the writer from itself would never return.
+        STARLING_BUG(false, "embedded log stopped from inside a produce callback");
+        return;
+    }
     std::lock_guard stop_lock(stop_mutex_);
     {
         std::lock_guard lock(queue_mutex_);
@@ -301,8 +307,8 @@ status log_engine::create_topic(const topic_spec& spec) {
         topic->dir = root_ / "topics" / escape_name(spec.name);
         remove_tree(topic->dir);  // a leftover without metadata (never a live topic)
         for (std::int32_t p = 0; p < spec.partitions; ++p) {
-            auto partition = std::make_shared<log_partition>(spec.name, p,
-                                                             topic->dir / std::to_string(p), config_);
+            auto partition = std::make_shared<log_partition>(
+                spec.name, p, topic->dir / std::to_string(p), config_);
             if (auto recovered = partition->recover(); !recovered) {
                 remove_tree(topic->dir);
                 return recovered.error();
@@ -346,16 +352,18 @@ status log_engine::delete_topic(std::string_view name) {
         }
         // Move the directory aside while neither the writer nor maintenance touches files,
         // then delete it at leisure (a crash in between leaves it in trash/ for recover()).
-        const auto trash = root_ / "trash" /
-                           (escape_name(name) + "." + std::to_string(++trash_counter_));
+        const auto trash =
+            root_ / "trash" / (escape_name(name) + "." + std::to_string(++trash_counter_));
         {
             std::lock_guard maintenance(maintenance_mutex_);
             std::lock_guard io(io_mutex_);
             std::error_code ec;
             std::filesystem::rename(topic->dir, trash, ec);
             if (ec) {
-                spdlog::error("embedded log: cannot move {} to trash: {}", topic->dir.string(),
-                              ec.message());
+                // Remove it in place rather than let the next start bring the topic back.
+                spdlog::warn("embedded log: cannot move {} to trash: {}", topic->dir.string(),
+                             ec.message());
+                remove_tree(topic->dir);
             }
         }
         if (auto forgotten = offsets_->forget_topic(name); !forgotten) {
@@ -648,6 +656,11 @@ void log_engine::sync_unsynced() {
     next_sync_ = std::chrono::steady_clock::now() + config_.fsync_interval;
 }
 
+std::size_t log_engine::queue_depth() {
+    std::lock_guard lock(queue_mutex_);
+    return queued_records_;
+}
+
 status log_engine::flush(std::chrono::milliseconds timeout) {
     if (current_writer == this) {
         return make_error_code(log_errc::would_deadlock);
@@ -759,11 +772,10 @@ result<std::unique_ptr<log_consumer>> log_engine::create_consumer(const consumer
     char sequence[24];
     std::snprintf(sequence, sizeof sequence, "%020llu",
                   static_cast<unsigned long long>(++member_sequence_));
-    std::string key = spec.instance_id.empty() ? "~" + std::string(sequence)
-                                               : "=" + spec.instance_id;
-    auto consumer = std::make_unique<embedded_log_consumer>(shared_from_this(), spec,
-                                                            std::move(key),
-                                                            config_.fetch_buffer_bytes);
+    std::string key =
+        spec.instance_id.empty() ? "~" + std::string(sequence) : "=" + spec.instance_id;
+    auto consumer = std::make_unique<embedded_log_consumer>(
+        shared_from_this(), spec, std::move(key), config_.fetch_buffer_bytes);
     consumers_.insert(consumer.get());
     if (subscribed) {
         auto& group = groups_[spec.group_id];

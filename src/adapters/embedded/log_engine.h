@@ -15,11 +15,18 @@
 // maintenance thread ("slog-maint"); consumers read on their callers' threads.
 // Locks, in the order they may nest: admin_mutex_ (create/delete topic) -> maintenance_mutex_
 // -> io_mutex_ (held by the writer while it touches files) -> groups_mutex_ -> a consumer's
-// mutex -> topics_mutex_ -> a partition's mutex -> a log_waiter's mutex. queue_mutex_,
-// completion_mutex_, health_mutex_ and the offset store's mutex are leaves.
+// mutex -> a partition's mutex -> a log_waiter's mutex. topics_mutex_, queue_mutex_,
+// completion_mutex_, health_mutex_ and the offset store's mutex are taken with nothing else
+// acquired inside them.
 // Lifecycle: open() recovers data_dir/log and starts the threads; stop() drains the queue
 // (every callback runs), syncs, joins the threads and fails later polls. Shared (shared_ptr)
 // by the facade and every consumer, so a consumer that outlives the facade stays valid.
+
+#include "adapters/embedded/log_config.h"
+#include "adapters/embedded/log_offset_store.h"
+#include "adapters/embedded/log_partition.h"
+#include "base/result.h"
+#include "starling/message_log.h"
 
 #include <atomic>
 #include <chrono>
@@ -36,18 +43,12 @@
 #include <thread>
 #include <vector>
 
-#include "adapters/embedded/log_config.h"
-#include "adapters/embedded/log_offset_store.h"
-#include "adapters/embedded/log_partition.h"
-#include "base/result.h"
-#include "starling/message_log.h"
-
 namespace starling::adapters::embedded {
 
 class embedded_log_consumer;
 
 class log_engine : public std::enable_shared_from_this<log_engine> {
-public:
+  public:
     static result<std::shared_ptr<log_engine>> open(embedded_log_config config);
     ~log_engine();
     log_engine(const log_engine&) = delete;
@@ -63,6 +64,7 @@ public:
     result<std::unique_ptr<log_consumer>> create_consumer(const consumer_spec& spec);
     status flush(std::chrono::milliseconds timeout);
     bool healthy() const { return healthy_.load(std::memory_order_acquire); }
+    std::size_t queue_depth();
 
     // ---- for consumers ----
     bool stopped() const { return stopped_.load(std::memory_order_acquire); }
@@ -76,7 +78,7 @@ public:
     void inject_write_error_for_test(std::error_code error);
     std::size_t segment_count_for_test(const topic_partition& tp) const;
 
-private:
+  private:
     struct topic_state {
         topic_spec spec;  // spec.partitions is the real count
         std::filesystem::path dir;

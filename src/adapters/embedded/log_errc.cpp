@@ -7,7 +7,7 @@ namespace starling::adapters::embedded {
 namespace {
 
 class log_category_impl final : public std::error_category {
-public:
+  public:
     const char* name() const noexcept override { return "starling.embedded_log"; }
 
     std::string message(int value) const override {

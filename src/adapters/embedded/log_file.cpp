@@ -58,7 +58,8 @@ status pwrite_all(int fd, const char* data, std::size_t size, std::uint64_t posi
 result<std::size_t> pread_full(int fd, char* data, std::size_t size, std::uint64_t position) {
     std::size_t done = 0;
     while (done < size) {
-        const ssize_t n = ::pread(fd, data + done, size - done, static_cast<off_t>(position + done));
+        const ssize_t n =
+            ::pread(fd, data + done, size - done, static_cast<off_t>(position + done));
         if (n < 0) {
             if (errno == EINTR) {
                 continue;

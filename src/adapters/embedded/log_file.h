@@ -4,6 +4,8 @@
 // loops, fdatasync and directory fsync, and atomic small-file replacement. Every failure comes
 // back as the errno that caused it (std::system_category). Stateless: safe from any thread.
 
+#include "base/result.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -11,13 +13,11 @@
 #include <string_view>
 #include <system_error>
 
-#include "base/result.h"
-
 namespace starling::adapters::embedded {
 
 // Owns one file descriptor; closes it on destruction. Move-only.
 class unique_fd {
-public:
+  public:
     unique_fd() = default;
     explicit unique_fd(int fd) : fd_(fd) {}
     unique_fd(unique_fd&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
@@ -30,7 +30,7 @@ public:
     bool valid() const { return fd_ >= 0; }
     void reset();
 
-private:
+  private:
     int fd_ = -1;
 };
 

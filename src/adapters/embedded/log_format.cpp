@@ -1,8 +1,8 @@
 #include "adapters/embedded/log_format.h"
 
-#include <cstring>
-
 #include "adapters/embedded/log_crc32c.h"
+
+#include <cstring>
 
 namespace starling::adapters::embedded::log_format {
 
@@ -87,8 +87,7 @@ parse_status parse_record(const char* data, std::size_t size, record_view& recor
     if (status != parse_status::ok) {
         return status;
     }
-    if (body.size() < record_fixed_bytes ||
-        static_cast<std::uint8_t>(body[0]) != record_version) {
+    if (body.size() < record_fixed_bytes || static_cast<std::uint8_t>(body[0]) != record_version) {
         return parse_status::corrupt;
     }
     const char* p = body.data();
@@ -104,8 +103,7 @@ parse_status parse_record(const char* data, std::size_t size, record_view& recor
     p += record_fixed_bytes;
     record.key = std::string_view(p, key_size);
     record.value = std::string_view(p + key_size, value_size);
-    record.headers = std::string_view(p + key_size + value_size,
-                                      variable - key_size - value_size);
+    record.headers = std::string_view(p + key_size + value_size, variable - key_size - value_size);
     // Validate the header block now so materialize() can trust it.
     std::string_view rest = record.headers;
     for (std::uint32_t i = 0; i < record.header_count; ++i) {
@@ -136,8 +134,8 @@ void materialize(const record_view& view, log_record& out) {
         const std::uint32_t name_size = get_u32(p);
         const std::uint32_t value_size = get_u32(p + 4);
         p += 8;
-        out.headers.push_back(log_header{std::string(p, name_size),
-                                         std::string(p + name_size, value_size)});
+        out.headers.push_back(
+            log_header{std::string(p, name_size), std::string(p + name_size, value_size)});
         p += name_size + value_size;
     }
 }

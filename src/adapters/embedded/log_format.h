@@ -16,13 +16,13 @@
 //
 // Pure functions, no state: safe from any thread.
 
+#include "starling/message_log.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "starling/message_log.h"
 
 namespace starling::adapters::embedded::log_format {
 

@@ -1,10 +1,10 @@
 #include "adapters/embedded/log_offset_store.h"
 
-#include <fcntl.h>
-#include <spdlog/spdlog.h>
-
 #include "adapters/embedded/log_errc.h"
 #include "adapters/embedded/log_format.h"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
 
 namespace starling::adapters::embedded {
 
@@ -40,8 +40,8 @@ std::uint64_t entry_bytes(std::string_view group, std::string_view topic) {
 log_offset_store::log_offset_store(std::filesystem::path dir, fsync_policy policy)
     : dir_(std::move(dir)), path_(dir_ / "offsets.journal"), policy_(policy) {}
 
-result<std::unique_ptr<log_offset_store>> log_offset_store::open(
-    const std::filesystem::path& dir, fsync_policy policy) {
+result<std::unique_ptr<log_offset_store>> log_offset_store::open(const std::filesystem::path& dir,
+                                                                 fsync_policy policy) {
     std::unique_ptr<log_offset_store> store(new log_offset_store(dir, policy));
     if (auto replayed = store->replay(); !replayed) {
         return replayed.error();
@@ -67,8 +67,8 @@ status log_offset_store::replay() {
     while (used < content->size()) {
         std::string_view body;
         std::size_t frame_size = 0;
-        const auto parsed =
-            log_format::parse_frame(content->data() + used, content->size() - used, body, frame_size);
+        const auto parsed = log_format::parse_frame(content->data() + used, content->size() - used,
+                                                    body, frame_size);
         if (parsed != log_format::parse_status::ok || body.size() < entry_fixed_bytes) {
             break;
         }
@@ -91,7 +91,8 @@ status log_offset_store::replay() {
             it->second[topic_partition{std::move(topic), partition}] = offset;
         } else if (kind == kind_forget_topic) {
             for (auto& [name, offsets] : groups_) {
-                std::erase_if(offsets, [&](const auto& entry) { return entry.first.topic == topic; });
+                std::erase_if(offsets,
+                              [&](const auto& entry) { return entry.first.topic == topic; });
             }
         } else {
             break;

@@ -17,6 +17,11 @@
 // sync_if_dirty(), which the log's writer thread calls every fsync_interval.
 // Concurrency: every method is thread-safe (one internal mutex, a leaf lock).
 
+#include "adapters/embedded/log_config.h"
+#include "adapters/embedded/log_file.h"
+#include "base/result.h"
+#include "starling/message_log.h"
+
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -28,15 +33,10 @@
 #include <utility>
 #include <vector>
 
-#include "adapters/embedded/log_config.h"
-#include "adapters/embedded/log_file.h"
-#include "base/result.h"
-#include "starling/message_log.h"
-
 namespace starling::adapters::embedded {
 
 class log_offset_store {
-public:
+  public:
     static result<std::unique_ptr<log_offset_store>> open(const std::filesystem::path& dir,
                                                           fsync_policy policy);
 
@@ -51,7 +51,7 @@ public:
     // Syncs and closes the journal; later commits fail with log_errc::stopped.
     void close();
 
-private:
+  private:
     using group_offsets = std::map<topic_partition, std::int64_t>;
 
     log_offset_store(std::filesystem::path dir, fsync_policy policy);
@@ -64,7 +64,7 @@ private:
     const fsync_policy policy_;
 
     mutable std::mutex mutex_;
-    unique_fd fd_;  // invalid once closed
+    unique_fd fd_;            // invalid once closed
     std::uint64_t size_ = 0;  // journal bytes
     bool dirty_ = false;      // written since the last fdatasync
     std::map<std::string, group_offsets, std::less<>> groups_;

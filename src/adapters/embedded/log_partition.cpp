@@ -1,15 +1,15 @@
 #include "adapters/embedded/log_partition.h"
 
+#include "adapters/embedded/log_errc.h"
+#include "adapters/embedded/log_format.h"
+#include "base/assert.h"
+
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <unordered_map>
-
-#include "adapters/embedded/log_errc.h"
-#include "adapters/embedded/log_format.h"
-#include "base/assert.h"
 
 namespace starling::adapters::embedded {
 
@@ -23,7 +23,9 @@ constexpr std::size_t scan_buffer_bytes = 1U << 20;
 // Heterogeneous lookup so the compaction key map is probed with string_views.
 struct key_hash {
     using is_transparent = void;
-    std::size_t operator()(std::string_view key) const { return std::hash<std::string_view>{}(key); }
+    std::size_t operator()(std::string_view key) const {
+        return std::hash<std::string_view>{}(key);
+    }
 };
 using key_map = std::unordered_map<std::string, std::int64_t, key_hash, std::equal_to<>>;
 
@@ -234,10 +236,9 @@ result<log_partition::read_outcome> log_partition::read(std::int64_t position,
             if (position == visible_next_) {
                 return read_outcome{false, position};
             }
-            auto it = std::upper_bound(segments_.begin(), segments_.end(), position,
-                                       [](std::int64_t value, const auto& s) {
-                                           return value < s->base_offset;
-                                       });
+            auto it = std::upper_bound(
+                segments_.begin(), segments_.end(), position,
+                [](std::int64_t value, const auto& s) { return value < s->base_offset; });
             const auto index = static_cast<std::size_t>(it - segments_.begin()) - 1;
             segment = segments_[index];
             start = segment->floor_position(position);
@@ -289,9 +290,10 @@ result<log_partition::read_outcome> log_partition::read(std::int64_t position,
         if (corrupt) {
             // Recovery verified every frame and closed data is never rewritten in place, so
             // this is damage from outside; skip to the next segment rather than stall.
-            spdlog::error("embedded log: {}-{}: corrupt record in {} at byte {}; skipping the "
-                          "rest of the segment",
-                          topic_, id_, segment->path.string(), at);
+            spdlog::error(
+                "embedded log: {}-{}: corrupt record in {} at byte {}; skipping the "
+                "rest of the segment",
+                topic_, id_, segment->path.string(), at);
         }
         if (added > 0) {
             return read_outcome{false, position};
@@ -342,7 +344,8 @@ status log_partition::flush_staging() {
     if (staging_.empty()) {
         return {};
     }
-    auto written = pwrite_all(active_->fd.get(), staging_.data(), staging_.size(), active_->written);
+    auto written =
+        pwrite_all(active_->fd.get(), staging_.data(), staging_.size(), active_->written);
     if (!written) {
         (void)truncate_file(active_->fd.get(), active_->written);  // best effort: no torn frame
         return written.error();
@@ -453,10 +456,12 @@ std::size_t log_partition::apply_retention(std::int64_t now_ms, std::int64_t ret
         }
         while (segments_.size() > 1) {
             const auto& front = segments_.front();
-            const bool expired = retention_ms >= 0 && (front->max_timestamp == no_timestamp ||
-                                                       front->max_timestamp < now_ms - retention_ms);
-            const bool oversize = retention_bytes >= 0 &&
-                                  total - front->size >= static_cast<std::uint64_t>(retention_bytes);
+            const bool expired =
+                retention_ms >= 0 && (front->max_timestamp == no_timestamp ||
+                                      front->max_timestamp < now_ms - retention_ms);
+            const bool oversize =
+                retention_bytes >= 0 &&
+                total - front->size >= static_cast<std::uint64_t>(retention_bytes);
             if (!expired && !oversize) {
                 break;
             }
@@ -494,16 +499,16 @@ status log_partition::compact(std::int64_t now_ms, bool force) {
     std::vector<char> buffer(scan_buffer_bytes);
     key_map latest;
     for (std::size_t i = 0; i < segments.size(); ++i) {
-        auto scanned = scan_records(*segments[i], sizes[i], buffer,
-                                    [&](const log_format::record_view& record, const char*,
-                                        std::size_t) {
-                                        auto it = latest.find(record.key);
-                                        if (it == latest.end()) {
-                                            latest.emplace(std::string(record.key), record.offset);
-                                        } else {
-                                            it->second = record.offset;
-                                        }
-                                    });
+        auto scanned =
+            scan_records(*segments[i], sizes[i], buffer,
+                         [&](const log_format::record_view& record, const char*, std::size_t) {
+                             auto it = latest.find(record.key);
+                             if (it == latest.end()) {
+                                 latest.emplace(std::string(record.key), record.offset);
+                             } else {
+                                 it->second = record.offset;
+                             }
+                         });
         if (!scanned) {
             return scanned.error();
         }

@@ -20,6 +20,12 @@
 // shared_ptr) by the topic table, queued produce requests and consumers. mark_deleted() when
 // the topic is deleted: reads return nothing and the writer refuses new records.
 
+#include "adapters/embedded/log_config.h"
+#include "adapters/embedded/log_segment.h"
+#include "adapters/embedded/log_waiter.h"
+#include "base/result.h"
+#include "starling/message_log.h"
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -30,16 +36,10 @@
 #include <string_view>
 #include <vector>
 
-#include "adapters/embedded/log_config.h"
-#include "adapters/embedded/log_segment.h"
-#include "adapters/embedded/log_waiter.h"
-#include "base/result.h"
-#include "starling/message_log.h"
-
 namespace starling::adapters::embedded {
 
 class log_partition {
-public:
+  public:
     log_partition(std::string topic, std::int32_t id, std::filesystem::path dir,
                   const embedded_log_config& config);
 
@@ -58,7 +58,7 @@ public:
     std::int64_t end_offset() const;  // offset the next record will get (high watermark)
 
     struct read_outcome {
-        bool out_of_range = false;      // `position` is below the log start or past the end
+        bool out_of_range = false;       // `position` is below the log start or past the end
         std::int64_t next_position = 0;  // where the next read continues
     };
     // Appends up to `max_records` records with offset >= position to `out`, in offset order.
@@ -115,7 +115,7 @@ public:
     // Test view: number of segment files.
     std::size_t segment_count() const;
 
-private:
+  private:
     status roll();
     status flush_staging();
 

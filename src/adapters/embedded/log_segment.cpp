@@ -1,11 +1,11 @@
 #include "adapters/embedded/log_segment.h"
 
+#include "adapters/embedded/log_format.h"
+
 #include <fcntl.h>
 
 #include <algorithm>
 #include <cstdio>
-
-#include "adapters/embedded/log_format.h"
 
 namespace starling::adapters::embedded {
 
@@ -26,7 +26,7 @@ std::string log_segment::file_name(std::int64_t base_offset) {
 }
 
 result<std::shared_ptr<log_segment>> log_segment::create(const std::filesystem::path& dir,
-                                                        std::int64_t base_offset) {
+                                                         std::int64_t base_offset) {
     auto segment = std::make_shared<log_segment>();
     segment->base_offset = base_offset;
     segment->path = dir / file_name(base_offset);
@@ -39,10 +39,10 @@ result<std::shared_ptr<log_segment>> log_segment::create(const std::filesystem::
 }
 
 result<std::shared_ptr<log_segment>> log_segment::recover(const std::filesystem::path& path,
-                                                         std::int64_t base_offset,
-                                                         std::int64_t min_offset,
-                                                         std::uint32_t index_interval_bytes,
-                                                         std::uint64_t& truncated_bytes) {
+                                                          std::int64_t base_offset,
+                                                          std::int64_t min_offset,
+                                                          std::uint32_t index_interval_bytes,
+                                                          std::uint64_t& truncated_bytes) {
     truncated_bytes = 0;
     auto segment = std::make_shared<log_segment>();
     segment->base_offset = base_offset;
@@ -75,8 +75,9 @@ result<std::shared_ptr<log_segment>> log_segment::recover(const std::filesystem:
             const auto status =
                 log_format::parse_record(buffer.data() + used, *got - used, record, frame_size);
             if (status == log_format::parse_status::incomplete) {
-                if (position + used + (frame_size == 0 ? log_format::frame_header_bytes
-                                                       : frame_size) > *length) {
+                if (position + used +
+                        (frame_size == 0 ? log_format::frame_header_bytes : frame_size) >
+                    *length) {
                     bad = true;  // the file ends inside this frame: torn tail
                 } else if (used == 0) {
                     buffer.resize(frame_size);  // a record larger than the buffer

@@ -14,15 +14,15 @@
 // Concurrency: the fields are plain data; log_partition documents which of its locks or threads
 // guards each group below.
 
+#include "adapters/embedded/log_file.h"
+#include "base/result.h"
+
 #include <cstdint>
 #include <filesystem>
 #include <limits>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include "adapters/embedded/log_file.h"
-#include "base/result.h"
 
 namespace starling::adapters::embedded {
 
@@ -58,16 +58,16 @@ struct log_segment {
 
     // Creates an empty segment file (fails if it exists).
     static result<std::shared_ptr<log_segment>> create(const std::filesystem::path& dir,
-                                                      std::int64_t base_offset);
+                                                       std::int64_t base_offset);
 
     // Opens an existing file and scans it: every frame's length and CRC is checked and offsets
     // must increase from max(base_offset, min_offset). At the first bad frame the file is
     // truncated (a torn write); `truncated_bytes` says how much was cut.
     static result<std::shared_ptr<log_segment>> recover(const std::filesystem::path& path,
-                                                       std::int64_t base_offset,
-                                                       std::int64_t min_offset,
-                                                       std::uint32_t index_interval_bytes,
-                                                       std::uint64_t& truncated_bytes);
+                                                        std::int64_t base_offset,
+                                                        std::int64_t min_offset,
+                                                        std::uint32_t index_interval_bytes,
+                                                        std::uint64_t& truncated_bytes);
 
     static std::string file_name(std::int64_t base_offset);  // "00000000000000000042.log"
 };

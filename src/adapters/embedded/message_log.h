@@ -17,23 +17,23 @@
 // Errors: log_errc (log_errc.h), or the errno of a failed file operation; after a failed write
 // or fdatasync healthy() is false and every produce fails with that error until restart.
 
+#include "adapters/embedded/log_config.h"
+#include "adapters/embedded/log_errc.h"
+#include "base/result.h"
+#include "starling/message_log.h"
+
 #include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "adapters/embedded/log_config.h"
-#include "adapters/embedded/log_errc.h"
-#include "base/result.h"
-#include "starling/message_log.h"
-
 namespace starling::adapters::embedded {
 
 class log_engine;
 
 class embedded_message_log final : public message_log {
-public:
+  public:
     // Opens (creating if needed) data_dir/log and recovers it: torn tails are cut, offsets and
     // committed group offsets rebuilt. Fails on an unusable directory or corrupt metadata.
     static result<std::unique_ptr<embedded_message_log>> open(embedded_log_config config);
@@ -42,7 +42,8 @@ public:
     embedded_message_log(const embedded_message_log&) = delete;
     embedded_message_log& operator=(const embedded_message_log&) = delete;
 
-    // Idempotent. Blocks until queued produces have completed and threads have exited.
+    // Idempotent. Blocks until queued produces have completed and threads have exited. Not
+    // from inside a produce callback.
     void stop();
 
     status create_topic(const topic_spec& spec) override;
@@ -55,6 +56,9 @@ public:
     status flush(std::chrono::milliseconds timeout) override;
     bool healthy() const override;
 
+    // Records accepted by produce() and not yet taken by the writer (for a gauge).
+    std::size_t queue_depth() const;
+
     // ---- test hooks ----
     // Runs retention and (forced) compaction now, on the calling thread.
     void run_maintenance_for_test();
@@ -62,7 +66,7 @@ public:
     void inject_write_error_for_test(std::error_code error);
     std::size_t segment_count_for_test(const topic_partition& tp) const;
 
-private:
+  private:
     explicit embedded_message_log(std::shared_ptr<log_engine> engine);
 
     std::shared_ptr<log_engine> engine_;

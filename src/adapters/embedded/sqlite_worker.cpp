@@ -18,7 +18,8 @@ status sqlite_worker::start(std::function<status(sqlite_db&)> init) {
     STARLING_ASSERT(!thread_.joinable());
     std::promise<status> started;
     auto started_future = started.get_future();
-    thread_ = std::thread([this, init = std::move(init), &started]() mutable {
+    // The promise moves into the thread: nothing on this stack is touched after start() returns.
+    thread_ = std::thread([this, init = std::move(init), started = std::move(started)]() mutable {
         pthread_setname_np(pthread_self(), options_.thread_name.substr(0, 15).c_str());
         auto db = sqlite_db::open(options_.path, options_.open);
         if (!db) {

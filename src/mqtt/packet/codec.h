@@ -70,10 +70,13 @@ void encode_body(const disconnect& p, protocol_version v, std::string& out);
 void encode_body(const auth& p, protocol_version v, std::string& out);
 
 // PUBLISH is encoded from a publish_header and a separate payload (see encoder.h).
+// Size of the property list (without its length prefix); 0 before v5. Computed once per
+// encode and passed to both functions below.
+std::size_t publish_properties_size(protocol_version v, const publish_header& h) noexcept;
 std::size_t publish_body_size(protocol_version v, const publish_header& h,
-                              std::size_t payload_size) noexcept;
-void encode_publish_body(protocol_version v, const publish_header& h, std::string_view payload,
-                         std::string& out);
+                              std::size_t properties_size, std::size_t payload_size) noexcept;
+void encode_publish_body(protocol_version v, const publish_header& h, std::size_t properties_size,
+                         std::string_view payload, std::string& out);
 std::uint8_t publish_flags(const publish_header& h) noexcept;
 
 // Fixed-header flags of every packet type but PUBLISH (MQTT 5.0 section 2.1.3).

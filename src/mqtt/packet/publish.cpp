@@ -74,33 +74,44 @@ std::uint8_t publish_flags(const publish_header& h) noexcept {
     return flags;
 }
 
+namespace {
+
+const properties& properties_of(const publish_header& h) noexcept {
+    static const properties none;
+    return h.properties != nullptr ? *h.properties : none;
+}
+
+}  // namespace
+
+std::size_t publish_properties_size(protocol_version v, const publish_header& h) noexcept {
+    if (!is_v5(v)) {
+        return 0;
+    }
+    publish_overrides ov{h.subscription_identifiers, h.topic_alias};
+    return properties_size(properties_of(h), property_scope::publish, &ov);
+}
+
 std::size_t publish_body_size(protocol_version v, const publish_header& h,
-                              std::size_t payload_size) noexcept {
+                              std::size_t properties_size, std::size_t payload_size) noexcept {
     std::size_t size = string_size(h.topic) + payload_size;
     if (h.qos != mqtt::qos::at_most_once) {
         size += 2;
     }
     if (is_v5(v)) {
-        static const properties no_properties;
-        publish_overrides ov{h.subscription_identifiers, h.topic_alias};
-        size += properties_block_size(h.properties != nullptr ? *h.properties : no_properties,
-                                      property_scope::publish, &ov);
+        size += varint_size(static_cast<std::uint32_t>(properties_size)) + properties_size;
     }
     return size;
 }
 
-void encode_publish_body(protocol_version v, const publish_header& h, std::string_view payload,
-                         std::string& out) {
+void encode_publish_body(protocol_version v, const publish_header& h, std::size_t properties_size,
+                         std::string_view payload, std::string& out) {
     put_string(out, h.topic);
     if (h.qos != mqtt::qos::at_most_once) {
         put_u16(out, h.packet_id);
     }
     if (is_v5(v)) {
-        static const properties no_properties;
-        const properties& props = h.properties != nullptr ? *h.properties : no_properties;
         publish_overrides ov{h.subscription_identifiers, h.topic_alias};
-        encode_properties(props, property_scope::publish,
-                          properties_size(props, property_scope::publish, &ov), out, &ov);
+        encode_properties(properties_of(h), property_scope::publish, properties_size, out, &ov);
     }
     out.append(payload);
 }

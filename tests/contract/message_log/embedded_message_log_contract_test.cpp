@@ -1,10 +1,11 @@
 // The message-log contract against the embedded log. Segments are tiny (4 KiB) so every test
 // also crosses segment boundaries, and compaction can be forced through the test hook.
 
-#include <memory>
-
 #include "adapters/embedded/message_log.h"
+
 #include "contract/message_log/message_log_contract.h"
+
+#include <memory>
 
 namespace starling::testing {
 
@@ -14,7 +15,7 @@ using adapters::embedded::embedded_log_config;
 using adapters::embedded::embedded_message_log;
 
 class embedded_log_backend final : public message_log_backend {
-public:
+  public:
     std::unique_ptr<message_log> open() override {
         embedded_log_config config;
         config.data_dir = dir_.path();
@@ -34,12 +35,12 @@ public:
         return true;
     }
 
-private:
+  private:
     temp_dir dir_;
 };
 
 class embedded_log_factory final : public message_log_factory {
-public:
+  public:
     std::string name() const override { return "embedded"; }
     std::unique_ptr<message_log_backend> new_backend() override {
         return std::make_unique<embedded_log_backend>();

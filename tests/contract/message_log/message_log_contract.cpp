@@ -33,8 +33,8 @@ void message_log_contract::restart() {
 
 void message_log_contract::create(const std::string& topic, std::int32_t partitions,
                                   bool compacted) {
-    auto created = log_->create_topic({.name = topic, .partitions = partitions,
-                                       .compacted = compacted});
+    auto created =
+        log_->create_topic({.name = topic, .partitions = partitions, .compacted = compacted});
     ASSERT_TRUE(created) << created.error().message();
 }
 
@@ -43,8 +43,8 @@ result<produce_ack> message_log_contract::produce_sync(const std::string& topic,
                                                        std::vector<log_header> headers,
                                                        std::int32_t partition) {
     return await<result<produce_ack>>([&](auto done) {
-        log_->produce(topic, std::move(key), std::move(value), std::move(headers),
-                      std::move(done), partition);
+        log_->produce(topic, std::move(key), std::move(value), std::move(headers), std::move(done),
+                      partition);
     });
 }
 
@@ -57,11 +57,10 @@ std::vector<produce_ack> message_log_contract::produce_all(
     auto state = std::make_shared<slots>();
     state->acks.resize(kv.size());
     for (std::size_t i = 0; i < kv.size(); ++i) {
-        log_->produce(topic, kv[i].first, kv[i].second, {},
-                      [state, i](result<produce_ack> ack) {
-                          std::lock_guard lock(state->mutex);
-                          state->acks[i] = ack;
-                      });
+        log_->produce(topic, kv[i].first, kv[i].second, {}, [state, i](result<produce_ack> ack) {
+            std::lock_guard lock(state->mutex);
+            state->acks[i] = ack;
+        });
     }
     auto flushed = log_->flush(deadline);
     EXPECT_TRUE(flushed) << flushed.error().message();
@@ -234,9 +233,11 @@ TEST_P(message_log_contract, headers_timestamps_and_binary_bytes_round_trip) {
     create(topic, 1);
     const std::string key("k\0ey", 4);
     const std::string value("\x00\xff\x01 value", 9);
-    const std::vector<log_header> headers{
-        {"content-type", "application/octet-stream"}, {"dup", "1"}, {"dup", "2"}, {"empty", ""},
-        {std::string("bin\0", 4), std::string("\xfe\x00", 2)}};
+    const std::vector<log_header> headers{{"content-type", "application/octet-stream"},
+                                          {"dup", "1"},
+                                          {"dup", "2"},
+                                          {"empty", ""},
+                                          {std::string("bin\0", 4), std::string("\xfe\x00", 2)}};
     const auto before = std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::system_clock::now().time_since_epoch())
                             .count();
@@ -320,8 +321,8 @@ TEST_P(message_log_contract, wakeup_unblocks_poll) {
     create(topic, 1);
     auto consumer = assign(name("g"), {{topic, 0}});
     ASSERT_NE(consumer, nullptr);
-    auto polled = std::async(std::launch::async,
-                             [&] { return consumer->poll(std::chrono::minutes(5)); });
+    auto polled =
+        std::async(std::launch::async, [&] { return consumer->poll(std::chrono::minutes(5)); });
     // wakeup() before the poll blocks also counts: the next poll returns at once.
     consumer->wakeup();
     ASSERT_EQ(polled.wait_for(std::chrono::seconds(30)), std::future_status::ready);
@@ -357,9 +358,8 @@ TEST_P(message_log_contract, group_members_split_partitions_and_a_leaver_hands_t
     ASSERT_TRUE(split) << first->assignment().size() << " + " << second->assignment().size();
 
     second->close();
-    ASSERT_TRUE(poll_until({first.get()}, [&] {
-        return as_set(first->assignment()) == all_partitions(topic, 4);
-    }));
+    ASSERT_TRUE(poll_until(
+        {first.get()}, [&] { return as_set(first->assignment()) == all_partitions(topic, 4); }));
     // The survivor now reads every partition.
     const auto acks = produce_all(topic, numbered(40, 40));
     std::set<std::int32_t> partitions;
@@ -423,8 +423,8 @@ TEST_P(message_log_contract, static_member_gets_its_partitions_back) {
     auto b = subscribe(group, {topic}, offset_reset::earliest, "member-b");
     ASSERT_TRUE(a && b);
     ASSERT_TRUE(poll_until({a.get(), b.get()}, [&] {
-        return a->assignment().size() + b->assignment().size() == 6 &&
-               !a->assignment().empty() && !b->assignment().empty();
+        return a->assignment().size() + b->assignment().size() == 6 && !a->assignment().empty() &&
+               !b->assignment().empty();
     }));
     const auto before = as_set(b->assignment());
     b->close();

@@ -15,6 +15,9 @@
 // deadline. Waiting for a group assignment polls too, because Kafka consumers make progress on
 // rebalances only inside poll().
 
+#include "starling/message_log.h"
+
+#include "contract/device_inbox/contract_support.h"
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -26,15 +29,12 @@
 #include <utility>
 #include <vector>
 
-#include "contract/device_inbox/contract_support.h"
-#include "starling/message_log.h"
-
 namespace starling::testing {
 
 // One test's storage: a temporary directory (embedded), a name prefix on a shared cluster
 // (Kafka).
 class message_log_backend {
-public:
+  public:
     virtual ~message_log_backend() = default;
     // Opens a log over this storage. Called again after the previous log was destroyed, it is
     // a restart: everything acknowledged and committed before must still be there.
@@ -51,7 +51,7 @@ public:
 };
 
 class message_log_factory {
-public:
+  public:
     virtual ~message_log_factory() = default;
     virtual std::string name() const = 0;
     virtual std::unique_ptr<message_log_backend> new_backend() = 0;
@@ -60,7 +60,7 @@ public:
 using message_log_factory_ptr = std::shared_ptr<message_log_factory>;
 
 class message_log_contract : public ::testing::TestWithParam<message_log_factory_ptr> {
-protected:
+  protected:
     static constexpr std::chrono::seconds deadline{30};
 
     void SetUp() override;
@@ -77,8 +77,8 @@ protected:
                                      std::int32_t partition = -1);
     // Produces every (key, value) without waiting in between, then flushes; returns the acks in
     // produce order (the test fails if any produce failed).
-    std::vector<produce_ack> produce_all(const std::string& topic,
-                                         const std::vector<std::pair<std::string, std::string>>& kv);
+    std::vector<produce_ack> produce_all(
+        const std::string& topic, const std::vector<std::pair<std::string, std::string>>& kv);
 
     std::unique_ptr<log_consumer> subscribe(const std::string& group,
                                             std::vector<std::string> topics,

@@ -2,6 +2,9 @@
 // used on purpose: ThreadSanitizer reports a race if two workers ever run one mailbox at once
 // or if a turn's writes are not visible to the next turn on another worker.
 
+#include "actor/dispatcher.h"
+#include "actor/mailbox.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -11,9 +14,6 @@
 #include <memory>
 #include <thread>
 #include <vector>
-
-#include "actor/dispatcher.h"
-#include "actor/mailbox.h"
 
 namespace starling::actor {
 namespace {
@@ -87,7 +87,7 @@ TEST(mailbox_concurrency, a_mailbox_never_runs_on_two_workers_at_once) {
 
     struct actor_state {
         std::atomic<int> inside{0};
-        int overlaps = 0;     // plain: only the handler touches it
+        int overlaps = 0;      // plain: only the handler touches it
         std::int64_t sum = 0;  // plain
     };
     std::vector<actor_state> state(actors);

@@ -1,5 +1,7 @@
 #include "actor/mailbox.h"
 
+#include "actor/dispatcher.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,8 +13,6 @@
 #include <utility>
 #include <variant>
 #include <vector>
-
-#include "actor/dispatcher.h"
 
 namespace starling::actor {
 namespace {
@@ -79,8 +79,8 @@ TEST(mailbox, a_busy_mailbox_yields_after_throughput_messages) {
     dispatcher pool("test", 1);  // one worker: fairness must come from yielding
     recorder rec(101);
     auto busy = mailbox<int>::create(pool, [&](int&& v) { rec.record(v); });
-    auto quiet = mailbox<int>::create(pool, [&](int&& v) { rec.record(v); },
-                                      mailbox_options{.capacity = 1024, .throughput = 5});
+    auto quiet = mailbox<int>::create(
+        pool, [&](int&& v) { rec.record(v); }, mailbox_options{.capacity = 1024, .throughput = 5});
 
     for (int i = 0; i < 100; ++i) {
         ASSERT_TRUE(busy->tell(int{i}));
@@ -100,9 +100,7 @@ TEST(mailbox, an_actor_that_never_runs_dry_does_not_starve_another) {
     std::promise<void> quiet_ran;
     mailbox<int>* self = nullptr;
     // Re-tells itself forever: without the per-turn yield the one worker would never leave it.
-    auto greedy = mailbox<int>::create(pool, [&](int&& v) {
-        self->tell(v + 1);
-    });
+    auto greedy = mailbox<int>::create(pool, [&](int&& v) { self->tell(v + 1); });
     self = greedy.get();
     auto quiet = mailbox<int>::create(pool, [&](int&&) { quiet_ran.set_value(); });
 
@@ -118,8 +116,8 @@ TEST(mailbox, an_actor_that_never_runs_dry_does_not_starve_another) {
 TEST(mailbox, a_full_normal_queue_rejects_and_counts) {
     dispatcher pool("test", 1);
     recorder rec(4);
-    auto box = mailbox<int>::create(pool, [&](int&& v) { rec.record(v); },
-                                    mailbox_options{.capacity = 3, .throughput = 5});
+    auto box = mailbox<int>::create(
+        pool, [&](int&& v) { rec.record(v); }, mailbox_options{.capacity = 3, .throughput = 5});
 
     EXPECT_TRUE(box->tell(1));
     EXPECT_TRUE(box->tell(2));
@@ -137,12 +135,29 @@ TEST(mailbox, a_full_normal_queue_rejects_and_counts) {
     EXPECT_EQ(rec.seen, (std::vector<int>{100, 1, 2, 3}));
 }
 
+TEST(mailbox, a_refused_message_stays_with_the_caller) {
+    dispatcher pool("test", 1);
+    auto box = mailbox<std::unique_ptr<int>>::create(
+        pool, [](std::unique_ptr<int>&&) {}, mailbox_options{.capacity = 1, .throughput = 5});
+    auto first = std::make_unique<int>(1);
+    auto second = std::make_unique<int>(2);
+    ASSERT_TRUE(box->tell(std::move(first)));
+    EXPECT_EQ(first, nullptr);  // accepted: moved into the mailbox
+    ASSERT_FALSE(box->tell(std::move(second)));
+    ASSERT_NE(second, nullptr);  // refused: still ours, e.g. to park until the box drains
+    EXPECT_EQ(*second, 2);
+    box->close();
+    ASSERT_FALSE(box->tell_control(std::move(second)));
+    EXPECT_NE(second, nullptr);
+}
+
 TEST(mailbox, capacity_frees_up_as_messages_are_handled) {
     dispatcher pool("test", 1);
     std::vector<std::promise<void>> handled(2);
     int count = 0;
-    auto box = mailbox<int>::create(pool, [&](int&&) { handled[count++].set_value(); },
-                                    mailbox_options{.capacity = 1, .throughput = 5});
+    auto box = mailbox<int>::create(
+        pool, [&](int&&) { handled[count++].set_value(); },
+        mailbox_options{.capacity = 1, .throughput = 5});
     ASSERT_TRUE(box->tell(1));
     EXPECT_FALSE(box->tell(2));
     pool.start();

@@ -1,5 +1,8 @@
 #include "actor/timer_service.h"
 
+#include "actor/dispatcher.h"
+#include "actor/mailbox.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,9 +13,6 @@
 #include <thread>
 #include <vector>
 
-#include "actor/dispatcher.h"
-#include "actor/mailbox.h"
-
 namespace starling::actor {
 namespace {
 
@@ -20,14 +20,14 @@ using namespace std::chrono_literals;
 
 // A clock that moves only when told to.
 class manual_clock final : public starling::clock {
-public:
+  public:
     steady_point steady_now() const override {
         return steady_point(std::chrono::nanoseconds(steady_ns_.load()));
     }
     system_point system_now() const override { return system_point{}; }
     void advance(std::chrono::nanoseconds by) { steady_ns_.fetch_add(by.count()); }
 
-private:
+  private:
     std::atomic<std::int64_t> steady_ns_{1'000'000'000};
 };
 
@@ -36,7 +36,8 @@ TEST(timer_service, fires_after_the_delay) {
     timers.start();
     std::promise<std::chrono::steady_clock::time_point> fired;
     const auto before = std::chrono::steady_clock::now();
-    auto handle = timers.schedule_after(5ms, [&] { fired.set_value(std::chrono::steady_clock::now()); });
+    auto handle =
+        timers.schedule_after(5ms, [&] { fired.set_value(std::chrono::steady_clock::now()); });
     EXPECT_TRUE(handle);
     const auto at = fired.get_future().get();
     EXPECT_GE(at - before, 5ms);

@@ -99,7 +99,7 @@ protected:
 
     void open() {
         adapters::embedded::embedded_log_config log_cfg;
-        log_cfg.data_dir = dir_.path() / "log";
+        log_cfg.data_dir = dir_.path();
         log_ = std::move(adapters::embedded::embedded_message_log::open(log_cfg).value());
         adapters::embedded::embedded_device_inbox::options inbox_opts;
         inbox_opts.data_dir = dir_.path();

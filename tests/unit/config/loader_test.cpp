@@ -366,7 +366,7 @@ TEST_P(config_validation, error_names_key_value_and_reason) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    all, config_validation,
+    config, config_validation,
     ::testing::Values(
         bad_value{"LISTENER_TCP_BIND_PORT", "70000", "listener.tcp.bind_port",
                   "is not a valid port (1..65535, or 0 for any) (value from environment "

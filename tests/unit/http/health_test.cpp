@@ -9,7 +9,7 @@ namespace {
 
 component_health with(health_status status) { return {status, {}}; }
 
-TEST(health_registry, reports_out_of_service_until_running) {
+TEST(http_health_registry, reports_out_of_service_until_running) {
     health_registry health;
     EXPECT_EQ(health.current_lifecycle(), lifecycle::starting);
     EXPECT_EQ(health.evaluate().status, health_status::out_of_service);
@@ -21,7 +21,7 @@ TEST(health_registry, reports_out_of_service_until_running) {
     EXPECT_EQ(report.body["status"], "OUT_OF_SERVICE");
 }
 
-TEST(health_registry, status_is_the_worst_component) {
+TEST(http_health_registry, status_is_the_worst_component) {
     health_registry health;
     health.set_lifecycle(lifecycle::running);
     health_status a = health_status::up;
@@ -37,13 +37,13 @@ TEST(health_registry, status_is_the_worst_component) {
     EXPECT_EQ(health.evaluate().status, health_status::out_of_service);
 }
 
-TEST(health_registry, down_component_beats_lifecycle) {
+TEST(http_health_registry, down_component_beats_lifecycle) {
     health_registry health;
     ASSERT_TRUE(health.add("log", [] { return with(health_status::down); }));
     EXPECT_EQ(health.evaluate().status, health_status::down);
 }
 
-TEST(health_registry, body_has_spring_boot_shape) {
+TEST(http_health_registry, body_has_spring_boot_shape) {
     health_registry health;
     health.set_lifecycle(lifecycle::running);
     ASSERT_TRUE(health.add("messageLog", [] {
@@ -58,7 +58,7 @@ TEST(health_registry, body_has_spring_boot_shape) {
     EXPECT_FALSE(body["components"]["deviceInbox"].contains("details"));
 }
 
-TEST(health_registry, throwing_check_reports_down_with_the_error) {
+TEST(http_health_registry, throwing_check_reports_down_with_the_error) {
     health_registry health;
     health.set_lifecycle(lifecycle::running);
     ASSERT_TRUE(health.add(
@@ -68,7 +68,7 @@ TEST(health_registry, throwing_check_reports_down_with_the_error) {
     EXPECT_EQ(report.body["components"]["metadata"]["details"]["error"], "connection refused");
 }
 
-TEST(health_registry, names_are_unique_and_removable) {
+TEST(http_health_registry, names_are_unique_and_removable) {
     health_registry health;
     health.set_lifecycle(lifecycle::running);
     EXPECT_TRUE(health.add("x", [] { return with(health_status::down); }));
@@ -80,7 +80,7 @@ TEST(health_registry, names_are_unique_and_removable) {
     EXPECT_TRUE(health.evaluate().body["components"].empty());
 }
 
-TEST(health_status, names_and_serving) {
+TEST(http_health_status, names_and_serving) {
     EXPECT_EQ(to_string(health_status::up), "UP");
     EXPECT_EQ(to_string(health_status::degraded), "DEGRADED");
     EXPECT_EQ(to_string(health_status::out_of_service), "OUT_OF_SERVICE");

@@ -28,7 +28,7 @@ response run(const router& routes, verb method, std::string target) {
 
 response text(std::string body) { return make_response(status_code::ok, "text/plain", body); }
 
-TEST(router, exact_path_and_method) {
+TEST(http_router, exact_path_and_method) {
     router routes;
     routes.add(verb::get, "/a", [](const request&) { return text("get a"); });
     routes.add(verb::post, "/a", [](const request&) { return text("post a"); });
@@ -36,13 +36,13 @@ TEST(router, exact_path_and_method) {
     EXPECT_EQ(run(routes, verb::post, "/a").body(), "post a");
 }
 
-TEST(router, query_string_is_not_part_of_the_path) {
+TEST(http_router, query_string_is_not_part_of_the_path) {
     router routes;
     routes.add(verb::get, "/a", [](const request& req) { return text(std::string(req.target())); });
     EXPECT_EQ(run(routes, verb::get, "/a?x=1").body(), "/a?x=1");
 }
 
-TEST(router, unknown_path_is_404_with_a_json_body) {
+TEST(http_router, unknown_path_is_404_with_a_json_body) {
     router routes;
     routes.add(verb::get, "/a", [](const request&) { return text("a"); });
     const auto res = run(routes, verb::get, "/b");
@@ -51,7 +51,7 @@ TEST(router, unknown_path_is_404_with_a_json_body) {
     EXPECT_EQ(nlohmann::json::parse(res.body())["status"], 404);
 }
 
-TEST(router, wrong_method_is_405_listing_the_allowed_ones) {
+TEST(http_router, wrong_method_is_405_listing_the_allowed_ones) {
     router routes;
     routes.add(verb::get, "/a", [](const request&) { return text("a"); });
     routes.add(verb::put, "/a", [](const request&) { return text("a"); });
@@ -60,7 +60,7 @@ TEST(router, wrong_method_is_405_listing_the_allowed_ones) {
     EXPECT_EQ(res[field::allow], "GET, PUT");
 }
 
-TEST(router, prefix_routes_and_precedence) {
+TEST(http_router, prefix_routes_and_precedence) {
     router routes;
     routes.add(verb::get, "/api/*", [](const request&) { return text("api"); });
     routes.add(verb::get, "/api/users/*", [](const request&) { return text("users"); });
@@ -72,7 +72,7 @@ TEST(router, prefix_routes_and_precedence) {
     EXPECT_EQ(run(routes, verb::get, "/api").result(), status_code::not_found);
 }
 
-TEST(router, async_handler_may_answer_later) {
+TEST(http_router, async_handler_may_answer_later) {
     router routes;
     std::optional<responder> pending;
     routes.add_async(verb::get, "/slow",
@@ -86,7 +86,7 @@ TEST(router, async_handler_may_answer_later) {
     EXPECT_EQ(out->body(), "done");
 }
 
-TEST(router, throwing_handler_is_500_without_internals) {
+TEST(http_router, throwing_handler_is_500_without_internals) {
     router routes;
     routes.add(verb::get, "/boom",
                [](const request&) -> response { throw std::runtime_error("secret detail"); });

@@ -10,7 +10,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-TEST(latency_histogram, values_land_in_the_first_bucket_at_or_above_them) {
+TEST(metrics_latency_histogram, values_land_in_the_first_bucket_at_or_above_them) {
     latency_histogram h("h_seconds", "help", {1us, 10us, 100us});
     h.observe(1us);  // exactly on a bound: that bucket (le is inclusive)
     h.observe(1001ns);
@@ -33,7 +33,7 @@ TEST(latency_histogram, values_land_in_the_first_bucket_at_or_above_them) {
     EXPECT_NEAR(hist.sample_sum, 1.000012001, 1e-12);
 }
 
-TEST(latency_histogram, negative_durations_count_as_zero) {
+TEST(metrics_latency_histogram, negative_durations_count_as_zero) {
     latency_histogram h("h_seconds", "help", {1us});
     h.observe(-5ms);
     const auto hist = h.collect().metric[0].histogram;
@@ -41,7 +41,7 @@ TEST(latency_histogram, negative_durations_count_as_zero) {
     EXPECT_EQ(hist.sample_sum, 0.0);
 }
 
-TEST(latency_histogram, empty_histogram_collects_zeros) {
+TEST(metrics_latency_histogram, empty_histogram_collects_zeros) {
     latency_histogram h("h_seconds", "help", {1ms, 2ms});
     const auto hist = h.collect().metric[0].histogram;
     EXPECT_EQ(hist.sample_count, 0U);

@@ -52,6 +52,20 @@ TEST(encoder, encode_publish_adds_per_subscriber_identifiers_and_alias) {
     EXPECT_EQ(p->payload, "x");
 }
 
+TEST(encoder, encode_publish_does_not_copy_the_publishers_topic_alias) {
+    properties props;
+    props.topic_alias = 9;
+    props.content_type = "c";
+    std::string out;
+    encode_publish(out, protocol_version::v5, publish_header{.topic = "t", .properties = &props},
+                   "");
+    auto r = decode_client(protocol_version::v5, out);
+    const publish* p = packet_as<publish>(r);
+    ASSERT_NE(p, nullptr);
+    EXPECT_FALSE(p->properties.topic_alias);
+    EXPECT_EQ(p->properties.content_type, "c");
+}
+
 TEST(encoder, encode_publish_without_properties) {
     std::string out;
     encode_publish(out, protocol_version::v5, publish_header{.topic = "t"}, "");

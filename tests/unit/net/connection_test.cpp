@@ -1,17 +1,16 @@
 #include "net/connection.h"
 
-#include <gtest/gtest.h>
+#include "net/errc.h"
 
+#include "net_test_support.h"
 #include <boost/asio/error.hpp>
+#include <gtest/gtest.h>
 
 #include <atomic>
 #include <future>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include "net/errc.h"
-#include "net_test_support.h"
 
 namespace starling::net {
 namespace {
@@ -59,6 +58,14 @@ TEST_F(net_test, sends_queued_together_go_out_in_one_gathered_write) {
     EXPECT_EQ(client.read_exactly(expected.size()), expected);
     auto a = next_accepted();
     EXPECT_EQ(a.conn->stats().write_operations.load(), 1U);
+
+    // bytes_sent is counted when the write completes, which may trail the client's read; a
+    // graceful close reports on_closed only after every write completed.
+    a.conn->close();
+    boost::system::error_code end;
+    client.read_to_end(end);
+    client.close();
+    ASSERT_TRUE(a.handler->wait_closed());
     EXPECT_EQ(a.conn->stats().bytes_sent.load(), expected.size());
 }
 
@@ -148,7 +155,7 @@ TEST_F(net_test, passing_the_hard_limit_aborts_the_connection) {
         r.push_back(c.send(std::string(100 * 1024, 'x')));  // over high: non-writable, accepted
         r.push_back(c.send(std::string(100 * 1024, 'x')));  // 200 KiB: still under the limit
         r.push_back(c.send(std::string(100 * 1024, 'x')));  // 300 KiB: over the hard limit
-        r.push_back(c.send("x"));                            // the connection is going away
+        r.push_back(c.send("x"));                           // the connection is going away
         results.set_value(r);
     });
     test_client client(port(), 16 * 1024);

@@ -3,13 +3,16 @@
 // Shared fixture for the net tests: an io_pool, a loopback listener on port 0 whose accepted
 // connections report to a recording_handler, and a blocking Asio client.
 
-#include <gtest/gtest.h>
+#include "net/connection.h"
+#include "net/io_pool.h"
+#include "net/tcp_listener.h"
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
+#include <gtest/gtest.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -25,19 +28,15 @@
 #include <system_error>
 #include <vector>
 
-#include "net/connection.h"
-#include "net/io_pool.h"
-#include "net/tcp_listener.h"
-
 namespace starling::net::testing {
 
 // Guards against a hang turning into a stuck CI job; never the synchronization itself.
 inline constexpr std::chrono::seconds test_deadline{30};
 
 class recording_handler final : public connection_handler {
-public:
-    using bytes_hook = std::function<void(connection&, recording_handler&,
-                                          std::span<const std::uint8_t>)>;
+  public:
+    using bytes_hook =
+        std::function<void(connection&, recording_handler&, std::span<const std::uint8_t>)>;
 
     explicit recording_handler(bytes_hook hook) : hook_(std::move(hook)) {}
 
@@ -112,7 +111,7 @@ public:
         return closed_;
     }
 
-private:
+  private:
     bytes_hook hook_;
     std::weak_ptr<connection> conn_;
     mutable std::mutex mutex_;
@@ -130,7 +129,7 @@ struct accepted {
 };
 
 class net_test : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override { pool_.start(); }
 
     void TearDown() override {
@@ -198,7 +197,7 @@ protected:
 
 // A blocking loopback client running on the test thread.
 class test_client {
-public:
+  public:
     explicit test_client(std::uint16_t port, int receive_buffer = 0) {
         socket_.open(boost::asio::ip::tcp::v4());
         if (receive_buffer != 0) {
@@ -234,7 +233,7 @@ public:
     boost::asio::ip::tcp::socket& socket() { return socket_; }
     void close() { socket_.close(); }
 
-private:
+  private:
     boost::asio::io_context context_;
     boost::asio::ip::tcp::socket socket_{context_};
 };

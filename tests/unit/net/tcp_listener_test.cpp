@@ -1,12 +1,11 @@
 #include "net/tcp_listener.h"
 
-#include <gtest/gtest.h>
-
-#include <boost/asio/ip/tcp.hpp>
-
 #include "net/errc.h"
 #include "net/io_pool.h"
+
 #include "net_test_support.h"
+#include <boost/asio/ip/tcp.hpp>
+#include <gtest/gtest.h>
 
 namespace starling::net {
 namespace {

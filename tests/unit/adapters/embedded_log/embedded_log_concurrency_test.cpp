@@ -3,6 +3,8 @@
 // each partition keeps each producer's order, and admin calls, wakeups and end_offset() from
 // other threads interleave safely.
 
+#include "unit/adapters/embedded_log/embedded_log_test_support.h"
+
 #include <atomic>
 #include <condition_variable>
 #include <map>
@@ -10,8 +12,6 @@
 #include <semaphore>
 #include <set>
 #include <thread>
-
-#include "unit/adapters/embedded_log/embedded_log_test_support.h"
 
 namespace starling::testing {
 namespace {

@@ -1,11 +1,11 @@
 // The embedded log's record framing and checksum (src/adapters/embedded/log_format.h).
 
+#include "adapters/embedded/log_crc32c.h"
+#include "adapters/embedded/log_format.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
-
-#include "adapters/embedded/log_crc32c.h"
-#include "adapters/embedded/log_format.h"
 
 namespace starling::adapters::embedded {
 namespace {
@@ -28,8 +28,7 @@ TEST(embedded_log_format, record_round_trips_with_headers) {
 
     log_format::record_view view;
     std::size_t frame_size = 0;
-    ASSERT_EQ(log_format::parse_record(out.data(), out.size(), view, frame_size),
-              parse_status::ok);
+    ASSERT_EQ(log_format::parse_record(out.data(), out.size(), view, frame_size), parse_status::ok);
     EXPECT_EQ(frame_size, out.size());
     log_record record;
     log_format::materialize(view, record);

@@ -2,9 +2,9 @@
 // commit, assignment following topic creation and deletion, out-of-range positions, and
 // consumers that outlive the log.
 
-#include <set>
-
 #include "unit/adapters/embedded_log/embedded_log_test_support.h"
+
+#include <set>
 
 namespace starling::testing {
 namespace {

@@ -1,9 +1,9 @@
 // Retention, compaction and topic deletion of the embedded log, driven through the
 // run_maintenance_for_test() hook with a manual clock.
 
-#include <map>
-
 #include "unit/adapters/embedded_log/embedded_log_test_support.h"
+
+#include <map>
 
 namespace starling::testing {
 namespace {

@@ -1,12 +1,12 @@
 // The embedded log's produce path: callbacks on the writer thread in produce order, a bounded
 // queue that fails fast, I/O errors that make the log unhealthy, stop() draining the queue.
 
+#include "unit/adapters/embedded_log/embedded_log_test_support.h"
+
 #include <atomic>
 #include <future>
 #include <mutex>
 #include <thread>
-
-#include "unit/adapters/embedded_log/embedded_log_test_support.h"
 
 namespace starling::testing {
 namespace {
@@ -59,8 +59,10 @@ TEST(embedded_log_producer, a_full_queue_fails_fast_through_the_callback) {
         log->produce("t", "k", "v" + std::to_string(i), {},
                      [&outcomes, i](result<produce_ack> ack) { outcomes[i].set_value(ack); });
     }
+    EXPECT_EQ(log->queue_depth(), 4u);
     release.set_value();
     ASSERT_TRUE(log->flush(std::chrono::seconds(30)));
+    EXPECT_EQ(log->queue_depth(), 0u);
     for (std::size_t i = 0; i < outcomes.size(); ++i) {
         auto ack = outcomes[i].get_future().get();
         if (i < 4) {

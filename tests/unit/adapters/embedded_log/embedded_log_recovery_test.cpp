@@ -2,6 +2,9 @@
 // is cut at restart and nothing after the tear comes back; committed offsets survive; an
 // interrupted compaction or topic creation is finished or undone; one process per directory.
 
+#include "adapters/embedded/log_format.h"
+
+#include "unit/adapters/embedded_log/embedded_log_test_support.h"
 #include <fcntl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -11,9 +14,6 @@
 #include <cstring>
 #include <fstream>
 #include <map>
-
-#include "adapters/embedded/log_format.h"
-#include "unit/adapters/embedded_log/embedded_log_test_support.h"
 
 namespace starling::testing {
 namespace {
@@ -39,13 +39,12 @@ std::string value_for(std::int64_t i) { return "record-" + std::to_string(i); }
         _exit(2);
     }
     for (std::int64_t i = 0;; ++i) {
-        (*log)->produce("t", "k", value_for(i), {},
-                        [fd](result<produce_ack> ack) {
-                            if (ack) {
-                                const std::int64_t offset = ack->offset;
-                                (void)!write(fd, &offset, sizeof offset);
-                            }
-                        });
+        (*log)->produce("t", "k", value_for(i), {}, [fd](result<produce_ack> ack) {
+            if (ack) {
+                const std::int64_t offset = ack->offset;
+                (void)!write(fd, &offset, sizeof offset);
+            }
+        });
         if (i % 256 == 255) {
             (void)(*log)->flush(std::chrono::seconds(10));
         }
@@ -173,7 +172,8 @@ TEST(embedded_log_recovery, committed_offsets_survive_with_a_torn_journal_tail) 
             ASSERT_TRUE((*consumer)->commit({{{"t", 0}, i}, {{"t", 1}, 5 + i}}));
         }
     }
-    append_bytes(dir.path() / "log" / "offsets.journal", std::string("\x20\x00\x00\x00garbage", 11));
+    append_bytes(dir.path() / "log" / "offsets.journal",
+                 std::string("\x20\x00\x00\x00garbage", 11));
     auto log = open_log(small_log_config(dir.path()));
     ASSERT_NE(log, nullptr);
     auto consumer = log->create_consumer(manual({{"t", 0}, {"t", 1}}, "g"));
@@ -245,8 +245,11 @@ TEST(embedded_log_recovery, topic_settings_and_odd_names_survive_a_restart) {
     {
         auto log = open_log(small_log_config(dir.path()));
         ASSERT_NE(log, nullptr);
-        ASSERT_TRUE(log->create_topic({.name = odd, .partitions = 3, .retention_ms = 1234,
-                                       .retention_bytes = 5678, .compacted = true}));
+        ASSERT_TRUE(log->create_topic({.name = odd,
+                                       .partitions = 3,
+                                       .retention_ms = 1234,
+                                       .retention_bytes = 5678,
+                                       .compacted = true}));
         ASSERT_TRUE(log->create_topic({.name = ".hidden", .partitions = 1}));
         ASSERT_TRUE(produce_sync(*log, odd, "k", "v", 2));
     }

@@ -4,6 +4,10 @@
 // log over a temp dir with small segments, produce synchronously, read a partition back, list
 // its segment files. Temp dirs, the manual clock and await() come from the contract helpers.
 
+#include "adapters/embedded/message_log.h"
+#include "starling/message_log.h"
+
+#include "contract/device_inbox/contract_support.h"
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,10 +16,6 @@
 #include <memory>
 #include <string>
 #include <vector>
-
-#include "adapters/embedded/message_log.h"
-#include "contract/device_inbox/contract_support.h"
-#include "starling/message_log.h"
 
 namespace starling::testing {
 
@@ -55,9 +55,8 @@ inline std::unique_ptr<embedded_message_log> open_log(const embedded_log_config&
     return log ? std::move(*log) : nullptr;
 }
 
-inline result<produce_ack> produce_sync(message_log& log, const std::string& topic,
-                                        std::string key, std::string value,
-                                        std::int32_t partition = -1) {
+inline result<produce_ack> produce_sync(message_log& log, const std::string& topic, std::string key,
+                                        std::string value, std::int32_t partition = -1) {
     return await<result<produce_ack>>([&](auto done) {
         log.produce(topic, std::move(key), std::move(value), {}, std::move(done), partition);
     });

@@ -4,14 +4,15 @@
 // flight and waits for every ack; then one consumer reads them all back from offset 0.
 // Prints records/s for both. The README quotes its output.
 
-#include <semaphore>
+#include "adapters/embedded/message_log.h"
+
+#include "contract/device_inbox/contract_support.h"
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <semaphore>
 #include <string>
-
-#include "adapters/embedded/message_log.h"
-#include "contract/device_inbox/contract_support.h"
 
 using namespace starling;
 using namespace starling::adapters::embedded;
