@@ -10,7 +10,7 @@
 namespace starling {
 
 class clock {
-public:
+  public:
     using steady_point = std::chrono::steady_clock::time_point;
     using system_point = std::chrono::system_clock::time_point;
 
@@ -28,7 +28,7 @@ public:
 
 // The real clock. Thread-safe, stateless; one shared instance.
 class system_clock final : public clock {
-public:
+  public:
     steady_point steady_now() const override { return std::chrono::steady_clock::now(); }
     system_point system_now() const override { return std::chrono::system_clock::now(); }
     static const system_clock& instance();

@@ -11,23 +11,23 @@
 // message keeps its packet id across reconnects and nodes until it is acknowledged.
 // Callbacks run once on a thread owned by the adapter and must not block.
 
+#include "base/result.h"
+
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
-#include "base/result.h"
-
 namespace starling {
 
 struct inbox_entry {
-    std::string record;            // opaque serialized message (the broker's format)
+    std::string record;              // opaque serialized message (the broker's format)
     std::int64_t expires_at_ms = 0;  // absolute, ms since epoch; 0: the adapter's default TTL
 };
 
 struct inbox_message {
     std::uint16_t packet_id = 0;
-    bool pubrel = false;           // PUBREC received: only the PUBREL remains to be sent
+    bool pubrel = false;  // PUBREC received: only the PUBREL remains to be sent
     std::int64_t expires_at_ms = 0;
     std::string record;
 };
@@ -38,7 +38,7 @@ struct inbox_settings {
 };
 
 class device_inbox {
-public:
+  public:
     template <class T>
     using callback = std::function<void(result<T>)>;
     using done_callback = std::function<void(status)>;

@@ -16,6 +16,8 @@
 //     resumes there (or at the reset policy when nothing was committed);
 //   - compacted topics keep at least the last record per key; an empty value is a tombstone.
 
+#include "base/result.h"
+
 #include <chrono>
 #include <compare>
 #include <cstdint>
@@ -25,8 +27,6 @@
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include "base/result.h"
 
 namespace starling {
 
@@ -89,7 +89,7 @@ struct consumer_spec {
 // A consumer is used by one thread at a time (like a Kafka consumer), except wakeup(), which
 // any thread may call to make a blocked poll() return early.
 class log_consumer {
-public:
+  public:
     virtual ~log_consumer() = default;
 
     // Waits up to `timeout` for records of assigned, unpaused partitions and returns what is
@@ -114,7 +114,7 @@ public:
 };
 
 class message_log {
-public:
+  public:
     virtual ~message_log() = default;
 
     // Idempotent: an existing topic is left as it is (its real partition count wins).

@@ -9,13 +9,13 @@
 // Every call is asynchronous: blocking database work runs on the adapter's own bounded pool,
 // never on an I/O or actor thread. Callbacks run once on that pool and must not block.
 
+#include "base/result.h"
+
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include "base/result.h"
 
 namespace starling {
 
@@ -59,7 +59,7 @@ struct unauthorized_client {
 };
 
 class metadata_store {
-public:
+  public:
     template <class T>
     using callback = std::function<void(result<T>)>;
     using done_callback = std::function<void(status)>;
@@ -81,8 +81,7 @@ public:
     virtual void delete_session_context(std::string client_id, done_callback done) = 0;
 
     // APPLICATION in-flight maps.
-    virtual void save_application_context(application_session_context ctx,
-                                          done_callback done) = 0;
+    virtual void save_application_context(application_session_context ctx, done_callback done) = 0;
     virtual void load_application_context(
         std::string client_id, callback<std::optional<application_session_context>> done) = 0;
     virtual void delete_application_context(std::string client_id, done_callback done) = 0;

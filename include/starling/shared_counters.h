@@ -5,12 +5,12 @@
 // adapter: in-process. Both pass tests/contract/shared_counters/. Callbacks run once on an
 // adapter thread and must not block.
 
+#include "base/result.h"
+
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
-
-#include "base/result.h"
 
 namespace starling {
 
@@ -22,7 +22,7 @@ struct bandwidth {
 };
 
 class shared_counters {
-public:
+  public:
     template <class T>
     using callback = std::function<void(result<T>)>;
 

@@ -1,12 +1,5 @@
 #include "app/daemon.h"
 
-#include <spdlog/spdlog.h>
-
-#include <filesystem>
-#include <fstream>
-#include <stdexcept>
-#include <thread>
-
 #include "adapters/embedded/device_inbox.h"
 #include "adapters/embedded/message_log.h"
 #include "adapters/embedded/sqlite_metadata_store.h"
@@ -18,6 +11,13 @@
 #include "metrics/registry.h"
 #include "net/io_pool.h"
 #include "net/tcp_listener.h"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <thread>
 
 namespace starling::app {
 
@@ -42,8 +42,8 @@ broker::settings broker_settings(const config::broker_config& c) {
     s.max_client_id_length_v31 = c.mqtt.version_3_1.max_client_id_length;
     s.response_information = c.mqtt.response_info;
     s.persisted_messages_limit = c.mqtt.persistent_session.device.persisted_messages.limit;
-    s.persisted_messages_ttl = static_cast<std::uint32_t>(
-        c.mqtt.persistent_session.device.persisted_messages.ttl.count());
+    s.persisted_messages_ttl =
+        static_cast<std::uint32_t>(c.mqtt.persistent_session.device.persisted_messages.ttl.count());
     s.mailbox_capacity = c.actors.client.mailbox_capacity;
     s.throughput = c.actors.system.throughput;
     s.msg_all_partitions = static_cast<std::int32_t>(c.queue.kafka.msg_all.partitions);
@@ -97,7 +97,8 @@ struct daemon::parts {
     std::unique_ptr<http::server> http;
 };
 
-daemon::daemon(config::broker_config cfg) : cfg_(std::move(cfg)), parts_(std::make_unique<parts>()) {}
+daemon::daemon(config::broker_config cfg)
+    : cfg_(std::move(cfg)), parts_(std::make_unique<parts>()) {}
 
 daemon::~daemon() = default;
 
@@ -133,8 +134,8 @@ void daemon::start() {
     inbox_opts.settings.max_messages = cfg_.mqtt.persistent_session.device.persisted_messages.limit;
     inbox_opts.settings.default_ttl_ms =
         cfg_.mqtt.persistent_session.device.persisted_messages.ttl.count() * 1000;
-    auto inbox = adapters::embedded::embedded_device_inbox::open(inbox_opts,
-                                                                 system_clock::instance());
+    auto inbox =
+        adapters::embedded::embedded_device_inbox::open(inbox_opts, system_clock::instance());
     if (!inbox) {
         throw std::runtime_error("embedded device inbox: " + inbox.error().message());
     }

@@ -7,14 +7,14 @@
 //
 // Lifecycle: construct → start() → stop(); used from main's thread only.
 
-#include <memory>
-
 #include "config/broker_config.h"
+
+#include <memory>
 
 namespace starling::app {
 
 class daemon {
-public:
+  public:
     explicit daemon(config::broker_config cfg);
     ~daemon();
 
@@ -22,7 +22,7 @@ public:
     void start();
     void stop();
 
-private:
+  private:
     struct parts;
     config::broker_config cfg_;
     std::unique_ptr<parts> parts_;

@@ -1,16 +1,16 @@
 // starlingd: the Starling MQTT broker daemon. The composition root: the only code that names
 // adapters (embedded or cluster) and wires ports, listeners and the HTTP surface together.
 
+#include "app/daemon.h"
+#include "base/log.h"
+#include "config/cli.h"
+#include "config/loader.h"
+
 #include <signal.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-
-#include "app/daemon.h"
-#include "base/log.h"
-#include "config/cli.h"
-#include "config/loader.h"
 
 int main(int argc, char** argv) {
     using namespace starling;

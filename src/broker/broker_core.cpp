@@ -1,9 +1,9 @@
 #include "broker/broker_core.h"
 
-#include <spdlog/spdlog.h>
-
 #include "broker/client_actor.h"
+
 #include "proto/starling.pb.h"
+#include <spdlog/spdlog.h>
 
 namespace starling::broker {
 

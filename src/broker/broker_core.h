@@ -9,11 +9,6 @@
 // Lifecycle: built by broker::node (src/broker/node.h) after the ports, destroyed after every
 // actor and consumer thread stopped. Concurrency: every method may be called from any thread.
 
-#include <atomic>
-#include <functional>
-#include <memory>
-#include <string>
-
 #include "actor/dispatcher.h"
 #include "actor/timer_service.h"
 #include "base/result.h"
@@ -30,6 +25,11 @@
 #include "starling/message_log.h"
 #include "starling/metadata_store.h"
 
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+
 namespace starling::proto {
 class client_subscriptions;
 }
@@ -39,7 +39,7 @@ namespace starling::broker {
 class client_actor;
 
 class broker_core {
-public:
+  public:
     broker_core(settings cfg, message_log& log, device_inbox& inbox, metadata_store& metadata,
                 actor::dispatcher& dispatcher, actor::timer_service& timers,
                 metrics::broker_probe& probe, metrics::log_probe& log_probe,
@@ -82,7 +82,7 @@ public:
     bool stopping() const { return stopping_.load(std::memory_order_acquire); }
     void set_stopping() { stopping_.store(true, std::memory_order_release); }
 
-private:
+  private:
     settings cfg_;
     message_log& log_;
     device_inbox& inbox_;

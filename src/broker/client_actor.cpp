@@ -1,13 +1,13 @@
 #include "broker/client_actor.h"
 
-#include <spdlog/spdlog.h>
-
-#include <algorithm>
-
 #include "broker/broker_core.h"
 #include "mqtt/encoder.h"
 #include "mqtt/topic.h"
+
 #include "proto/starling.pb.h"
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
 
 namespace starling::broker {
 
@@ -79,17 +79,15 @@ client_actor::~client_actor() = default;
 
 bool client_actor::tell(client_message&& m) { return mailbox_->tell(std::move(m)); }
 
-bool client_actor::tell_control(client_message&& m) {
-    return mailbox_->tell_control(std::move(m));
-}
+bool client_actor::tell_control(client_message&& m) { return mailbox_->tell_control(std::move(m)); }
 
 std::size_t client_actor::mailbox_depth() const { return mailbox_->depth(); }
 
 void client_actor::post(std::function<void(client_actor&)> fn) {
     // The mailbox handler captures `this`; keep the actor alive until the call ran.
     auto self = shared_from_this();
-    mailbox_->tell_control(client_msg::call{
-        [self, fn = std::move(fn)](client_actor& a) mutable { fn(a); }});
+    mailbox_->tell_control(
+        client_msg::call{[self, fn = std::move(fn)](client_actor& a) mutable { fn(a); }});
 }
 
 void client_actor::handle(client_message&& m) {
@@ -130,8 +128,7 @@ void client_actor::handle(client_message&& m) {
         std::move(m));
     // TCP backpressure: the connection stopped reading when the mailbox was full; let it read
     // again once the mailbox drained below half.
-    if (conn_ && conn_->channel->reading_paused() &&
-        mailbox_->depth() < mailbox_->capacity() / 2) {
+    if (conn_ && conn_->channel->reading_paused() && mailbox_->depth() < mailbox_->capacity() / 2) {
         conn_->channel->resume_reading();
     }
 }
@@ -205,8 +202,7 @@ void client_actor::on_connect(client_msg::connect&& m) {
         c->client_receive_max = p.properties.receive_maximum.value_or(65535);
         c->client_max_packet = p.properties.maximum_packet_size.value_or(0);
         c->client_alias_max = p.properties.topic_alias_maximum.value_or(0);
-        c->wants_response_information =
-            p.properties.request_response_information.value_or(0) == 1;
+        c->wants_response_information = p.properties.request_response_information.value_or(0) == 1;
     }
     conn_ = std::move(c);
     writable_.store(true, std::memory_order_release);
@@ -257,23 +253,23 @@ void client_actor::on_connect(client_msg::connect&& m) {
 
     const std::uint64_t channel_id = conn_->id;
     const bool id_assigned = m.id_assigned;
-    write_session_record(true, bind_status([channel_id, resumed, id_assigned](
-                                               client_actor& a, status st) {
-        if (!a.conn_ || a.conn_->id != channel_id) {
-            return;
-        }
-        if (!st) {
-            spdlog::warn("client {}: session record not written ({}); refusing CONNECT",
-                         a.client_id_, st.error().message());
-            mqtt::connack ack;
-            ack.reason_code = mqtt::reason_code::server_unavailable;
-            a.send_packet(ack);
-            a.conn_->channel->close();
-            a.conn_.reset();
-            return;
-        }
-        a.complete_connect(channel_id, resumed, id_assigned);
-    }));
+    write_session_record(
+        true, bind_status([channel_id, resumed, id_assigned](client_actor& a, status st) {
+            if (!a.conn_ || a.conn_->id != channel_id) {
+                return;
+            }
+            if (!st) {
+                spdlog::warn("client {}: session record not written ({}); refusing CONNECT",
+                             a.client_id_, st.error().message());
+                mqtt::connack ack;
+                ack.reason_code = mqtt::reason_code::server_unavailable;
+                a.send_packet(ack);
+                a.conn_->channel->close();
+                a.conn_.reset();
+                return;
+            }
+            a.complete_connect(channel_id, resumed, id_assigned);
+        }));
 }
 
 void client_actor::complete_connect(std::uint64_t channel_id, bool session_present,
@@ -465,8 +461,7 @@ void client_actor::on_publish(mqtt::publish&& p) {
         from_publish(p, client_id_, cfg.node_id, core_.now_ms()));
     const std::uint64_t seq = next_seq_++;
     if (p.qos != mqtt::qos::at_most_once) {
-        pending_acks_.push_back(
-            pending_ack{.seq = seq, .packet_id = p.packet_id, .qos = p.qos});
+        pending_acks_.push_back(pending_ack{.seq = seq, .packet_id = p.packet_id, .qos = p.qos});
     }
     const std::uint64_t channel_id = c.id;
     core_.publish(std::move(msg), bind_status([channel_id, seq](client_actor& a, status st) {
@@ -484,8 +479,8 @@ void client_actor::on_publish_written(std::uint64_t channel_id, std::uint64_t se
         return;  // QoS 0
     }
     if (!st) {
-        spdlog::warn("client {}: PUBLISH {} not written to the log: {}", client_id_,
-                     it->packet_id, st.error().message());
+        spdlog::warn("client {}: PUBLISH {} not written to the log: {}", client_id_, it->packet_id,
+                     st.error().message());
         if (!conn_->v5()) {
             // v3 has no negative acknowledgement: never acknowledge what was not written.
             disconnect_with(mqtt::reason_code::unspecified_error, "message log write failed");
@@ -564,8 +559,8 @@ void client_actor::on_pubrec(const mqtt::pubrec& p) {
     auto it = inflight_.find(p.packet_id);
     if (it == inflight_.end() || it->second.st != outbound_entry::state::awaiting_pubrec) {
         if (it == inflight_.end()) {
-            send_packet(mqtt::pubrel{p.packet_id, mqtt::reason_code::packet_identifier_not_found,
-                                     {}});
+            send_packet(
+                mqtt::pubrel{p.packet_id, mqtt::reason_code::packet_identifier_not_found, {}});
         }
         return;
     }
@@ -630,7 +625,8 @@ std::size_t client_actor::window() const {
 std::uint16_t client_actor::next_packet_id() {
     // Skips ids in flight (including ids the inbox assigned).
     for (int attempts = 0; attempts < 65536; ++attempts) {
-        last_packet_id_ = static_cast<std::uint16_t>(last_packet_id_ == 65535 ? 1 : last_packet_id_ + 1);
+        last_packet_id_ =
+            static_cast<std::uint16_t>(last_packet_id_ == 65535 ? 1 : last_packet_id_ + 1);
         if (!inflight_.contains(last_packet_id_)) {
             return last_packet_id_;
         }
@@ -675,7 +671,7 @@ void client_actor::deliver_now(delivery&& d) {
     auto& entry = inflight_[id];
     entry.d = std::move(d);
     entry.st = entry.d.qos == mqtt::qos::at_least_once ? outbound_entry::state::awaiting_puback
-                                                        : outbound_entry::state::awaiting_pubrec;
+                                                       : outbound_entry::state::awaiting_pubrec;
     send_publish(entry.d, id, false);
 }
 
@@ -770,8 +766,7 @@ void client_actor::pump_inbox() {
         });
 }
 
-void client_actor::on_inbox_read(std::uint64_t channel_id,
-                                 result<std::vector<inbox_message>> r) {
+void client_actor::on_inbox_read(std::uint64_t channel_id, result<std::vector<inbox_message>> r) {
     inbox_reading_ = false;
     if (!conn_ || conn_->id != channel_id) {
         inbox_dirty_ = true;
@@ -826,9 +821,8 @@ void client_actor::on_inbox_read(std::uint64_t channel_id,
         auto& entry = inflight_[im.packet_id];
         entry.d = std::move(d);
         entry.from_inbox = true;
-        entry.st = entry.d.qos == mqtt::qos::at_least_once
-                       ? outbound_entry::state::awaiting_puback
-                       : outbound_entry::state::awaiting_pubrec;
+        entry.st = entry.d.qos == mqtt::qos::at_least_once ? outbound_entry::state::awaiting_puback
+                                                           : outbound_entry::state::awaiting_pubrec;
         send_publish(entry.d, im.packet_id, dup);
     }
     if (!inbox_reading_ && inbox_dirty_) {
@@ -889,15 +883,15 @@ void client_actor::on_subscribe(mqtt::subscribe&& s) {
         const bool existed = subscriptions_.contains(key);
         subscriptions_.insert_or_assign(key, sub);
         core_.trie().subscribe(
-            sub.filter,
-            routing::subscription{
-                .client_id = client_id_,
-                .options = {.qos = static_cast<std::uint8_t>(granted),
-                            .no_local = sub.options.no_local,
-                            .retain_as_published = sub.options.retain_as_published,
-                            .retain_handling = static_cast<std::uint8_t>(sub.options.retain_handling)},
-                .subscription_identifier = sub_id,
-                .share_group = sub.share_group});
+            sub.filter, routing::subscription{
+                            .client_id = client_id_,
+                            .options = {.qos = static_cast<std::uint8_t>(granted),
+                                        .no_local = sub.options.no_local,
+                                        .retain_as_published = sub.options.retain_as_published,
+                                        .retain_handling =
+                                            static_cast<std::uint8_t>(sub.options.retain_handling)},
+                            .subscription_identifier = sub_id,
+                            .share_group = sub.share_group});
         codes.push_back(static_cast<mqtt::reason_code>(granted));
         if (group.empty()) {
             retained_candidates.emplace_back(std::move(sub), existed);
@@ -970,8 +964,8 @@ void client_actor::on_unsubscribe(mqtt::unsubscribe&& u) {
     }
     const std::uint64_t channel_id = conn_->id;
     const std::uint16_t packet_id = u.packet_id;
-    write_subscriptions(bind_status(
-        [channel_id, packet_id, codes = std::move(codes)](client_actor& a, status) {
+    write_subscriptions(
+        bind_status([channel_id, packet_id, codes = std::move(codes)](client_actor& a, status) {
             if (a.conn_ && a.conn_->id == channel_id) {
                 a.send_packet(mqtt::unsuback{packet_id, codes, {}});
             }
@@ -1182,12 +1176,13 @@ void client_actor::arm_session_expiry(std::int64_t disconnected_at_ms) {
     if (session_expiry_ == session_never_expires) {
         return;
     }
-    const std::int64_t at_ms = disconnected_at_ms + static_cast<std::int64_t>(session_expiry_) * 1000;
+    const std::int64_t at_ms =
+        disconnected_at_ms + static_cast<std::int64_t>(session_expiry_) * 1000;
     const std::int64_t delay_ms = std::max<std::int64_t>(0, at_ms - core_.now_ms());
     const std::uint64_t generation = ++expiry_generation_;
     std::weak_ptr<client_actor> weak = weak_from_this();
-    expiry_timer_ = core_.timers().schedule_after(
-        std::chrono::milliseconds(delay_ms), [weak, generation] {
+    expiry_timer_ =
+        core_.timers().schedule_after(std::chrono::milliseconds(delay_ms), [weak, generation] {
             if (auto self = weak.lock()) {
                 self->post([generation](client_actor& a) {
                     if (a.expiry_generation_ != generation || a.conn_) {
@@ -1300,16 +1295,15 @@ void client_actor::restore_offline_session(std::uint32_t session_expiry_interval
         a.redeliver_all_as_dup_ = was_connected_at_crash;
         for (auto& sub : subs) {
             a.core_.trie().subscribe(
-                sub.filter,
-                routing::subscription{
-                    .client_id = a.client_id_,
-                    .options = {.qos = static_cast<std::uint8_t>(sub.options.qos),
-                                .no_local = sub.options.no_local,
-                                .retain_as_published = sub.options.retain_as_published,
-                                .retain_handling =
-                                    static_cast<std::uint8_t>(sub.options.retain_handling)},
-                    .subscription_identifier = sub.subscription_id,
-                    .share_group = sub.share_group});
+                sub.filter, routing::subscription{
+                                .client_id = a.client_id_,
+                                .options = {.qos = static_cast<std::uint8_t>(sub.options.qos),
+                                            .no_local = sub.options.no_local,
+                                            .retain_as_published = sub.options.retain_as_published,
+                                            .retain_handling = static_cast<std::uint8_t>(
+                                                sub.options.retain_handling)},
+                                .subscription_identifier = sub.subscription_id,
+                                .share_group = sub.share_group});
             auto key = subscription_key(sub.share_group, sub.filter);
             a.subscriptions_.insert_or_assign(std::move(key), std::move(sub));
         }

@@ -22,6 +22,14 @@
 // mailbox) when its session ends: at disconnect for a non-persistent session, at session expiry
 // otherwise, or at node shutdown.
 
+#include "actor/mailbox.h"
+#include "actor/timer_service.h"
+#include "broker/client_channel.h"
+#include "broker/message.h"
+#include "mqtt/packet.h"
+#include "mqtt/protocol_version.h"
+#include "starling/device_inbox.h"
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -37,14 +45,6 @@
 #include <variant>
 #include <vector>
 
-#include "actor/mailbox.h"
-#include "actor/timer_service.h"
-#include "broker/client_channel.h"
-#include "broker/message.h"
-#include "mqtt/packet.h"
-#include "mqtt/protocol_version.h"
-#include "starling/device_inbox.h"
-
 namespace starling::broker {
 
 class broker_core;
@@ -54,7 +54,7 @@ class client_actor;
 struct delivery {
     message_ptr msg;
     mqtt::qos qos = mqtt::qos::at_most_once;  // min(publish QoS, subscription QoS)
-    bool retain = false;                       // retain flag as delivered
+    bool retain = false;                      // retain flag as delivered
     std::vector<std::uint32_t> subscription_ids;
 };
 
@@ -109,7 +109,7 @@ struct stored_subscription {
 };
 
 class client_actor : public std::enable_shared_from_this<client_actor> {
-public:
+  public:
     client_actor(broker_core& core, std::string client_id);
     ~client_actor();
 
@@ -131,7 +131,7 @@ public:
                                  std::vector<stored_subscription> subscriptions,
                                  bool was_connected_at_crash);
 
-private:
+  private:
     struct connection_state;
     struct outbound_entry {
         enum class state : std::uint8_t { awaiting_puback, awaiting_pubrec, awaiting_pubcomp };

@@ -13,7 +13,7 @@
 namespace starling::broker {
 
 class client_channel {
-public:
+  public:
     virtual ~client_channel() = default;
 
     // Queues bytes for writing. Never blocks. The caller checks writable() first for copies it

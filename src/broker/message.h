@@ -5,15 +5,15 @@
 // it with its own packet id, QoS, retain flag, subscription ids and topic alias), so fan-out
 // copies a pointer, not the payload.
 
-#include <cstdint>
-#include <memory>
-#include <string>
-#include <vector>
-
 #include "base/result.h"
 #include "mqtt/packet/publish.h"
 #include "mqtt/properties.h"
 #include "mqtt/qos.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
 
 namespace starling::proto {
 class publish_msg;
@@ -35,7 +35,9 @@ struct app_message {
     std::string publisher_id;
     std::string node_id;
 
-    bool expired(std::int64_t now_ms) const { return expires_at_ms != 0 && now_ms >= expires_at_ms; }
+    bool expired(std::int64_t now_ms) const {
+        return expires_at_ms != 0 && now_ms >= expires_at_ms;
+    }
     // Seconds left for the Message Expiry Interval forwarded to a subscriber (at least 1 while
     // not expired, so a message that is about to expire is not sent as "never expires").
     std::uint32_t remaining_expiry_seconds(std::int64_t now_ms) const;

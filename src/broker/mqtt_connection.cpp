@@ -1,13 +1,13 @@
 #include "broker/mqtt_connection.h"
 
-#include <spdlog/spdlog.h>
-
-#include <random>
-
 #include "broker/broker_core.h"
 #include "broker/client_actor.h"
 #include "mqtt/encoder.h"
 #include "mqtt/utf8.h"
+
+#include <spdlog/spdlog.h>
+
+#include <random>
 
 namespace starling::broker {
 
@@ -60,8 +60,8 @@ void mqtt_connection::on_bytes(std::span<const std::uint8_t> bytes) {
                     transport_->close();
                 }
             } else {
-                forward(client_msg::closed{.channel_id = id_, .reason = err->detail,
-                                           .protocol_error = err->code});
+                forward(client_msg::closed{
+                    .channel_id = id_, .reason = err->detail, .protocol_error = err->code});
             }
             return;
         }
@@ -120,8 +120,8 @@ void mqtt_connection::handle_connect(mqtt::connect&& c) {
     }
     auto client_id = c.client_id;
     actor_ = core_.actor_for(client_id);
-    client_msg::connect msg{.channel = shared_from_this(), .packet = std::move(c),
-                            .id_assigned = assigned};
+    client_msg::connect msg{
+        .channel = shared_from_this(), .packet = std::move(c), .id_assigned = assigned};
     client_message m = std::move(msg);
     if (actor_->tell_control(std::move(m))) {
         return;

@@ -14,17 +14,17 @@
 // (shared_ptr) and by the actor while attached. Concurrency: on_* callbacks come from the
 // connection's I/O strand; client_channel methods from the actor's thread.
 
+#include "broker/client_actor.h"
+#include "broker/client_channel.h"
+#include "mqtt/decoder.h"
+#include "net/connection.h"
+
 #include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
-
-#include "broker/client_actor.h"
-#include "broker/client_channel.h"
-#include "mqtt/decoder.h"
-#include "net/connection.h"
 
 namespace starling::broker {
 
@@ -34,7 +34,7 @@ class client_actor;
 class mqtt_connection final : public net::connection_handler,
                               public client_channel,
                               public std::enable_shared_from_this<mqtt_connection> {
-public:
+  public:
     mqtt_connection(broker_core& core, std::shared_ptr<net::connection> transport);
 
     // net::connection_handler (I/O strand).
@@ -51,7 +51,7 @@ public:
     const std::string& remote_address() const override { return remote_address_; }
     std::uint64_t id() const override { return id_; }
 
-private:
+  private:
     void handle_connect(mqtt::connect&& c);
     void refuse_connect(mqtt::protocol_version version, mqtt::reason_code code,
                         std::string_view why);

@@ -1,20 +1,19 @@
 #include "broker/node.h"
 
+#include "broker/client_actor.h"
+#include "broker/state_loader.h"
+
+#include "proto/starling.pb.h"
 #include <spdlog/spdlog.h>
 
 #include <condition_variable>
 #include <mutex>
 #include <stdexcept>
 
-#include "broker/client_actor.h"
-#include "broker/state_loader.h"
-#include "proto/starling.pb.h"
-
 namespace starling::broker {
 
 node::node(settings cfg, message_log& log, device_inbox& inbox, metadata_store& metadata,
-           metrics::registry& metrics, std::size_t dispatcher_threads,
-           const starling::clock& clock)
+           metrics::registry& metrics, std::size_t dispatcher_threads, const starling::clock& clock)
     : metrics_(metrics),
       dispatcher_("client-actors", dispatcher_threads == 0 ? 1 : dispatcher_threads),
       timers_("broker-timers", clock) {
@@ -99,7 +98,8 @@ status node::load_state() {
                     stored_subscription sub;
                     sub.filter = ts.topic_filter();
                     sub.share_group = ts.share_name();
-                    sub.options.qos = static_cast<mqtt::qos>(std::min<std::uint32_t>(ts.options().qos(), 2));
+                    sub.options.qos =
+                        static_cast<mqtt::qos>(std::min<std::uint32_t>(ts.options().qos(), 2));
                     sub.options.no_local = ts.options().no_local();
                     sub.options.retain_as_published = ts.options().retain_as_published();
                     sub.options.retain_handling = static_cast<mqtt::retain_handling>(
@@ -112,13 +112,13 @@ status node::load_state() {
             }
             subscriptions.value().erase(it);
         }
-        core.sessions().put_session(session_record{.client_id = client_id,
-                                                   .persistent = true,
-                                                   .connected = false,
-                                                   .session_expiry_interval =
-                                                       s.session_expiry_interval(),
-                                                   .disconnected_at_ms = disconnected_at,
-                                                   .node_id = core.cfg().node_id});
+        core.sessions().put_session(
+            session_record{.client_id = client_id,
+                           .persistent = true,
+                           .connected = false,
+                           .session_expiry_interval = s.session_expiry_interval(),
+                           .disconnected_at_ms = disconnected_at,
+                           .node_id = core.cfg().node_id});
         auto actor = core.actor_for(client_id);
         actor->restore_offline_session(s.session_expiry_interval(), disconnected_at,
                                        std::move(subs), was_connected);
@@ -154,7 +154,8 @@ void node::start() {
         core_->sessions().for_each_actor(
             [&](const std::shared_ptr<client_actor>& a) { depth += a->mailbox_depth(); });
         metrics_.actor().set_mailbox_depth(static_cast<std::int64_t>(depth));
-        metrics_.actor().set_running_actors(static_cast<std::int64_t>(core_->sessions().actor_count()));
+        metrics_.actor().set_running_actors(
+            static_cast<std::int64_t>(core_->sessions().actor_count()));
     });
     started_ = true;
 }

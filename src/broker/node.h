@@ -9,9 +9,6 @@
 // open. Shutdown: stop accepting (listeners, outside) → tell every actor to shut down (v5
 // clients get DISCONNECT 0x8B) → flush the log → stop consumers, timers and the dispatcher.
 
-#include <chrono>
-#include <memory>
-
 #include "actor/dispatcher.h"
 #include "actor/timer_service.h"
 #include "base/result.h"
@@ -21,10 +18,13 @@
 #include "broker/settings.h"
 #include "metrics/registry.h"
 
+#include <chrono>
+#include <memory>
+
 namespace starling::broker {
 
 class node {
-public:
+  public:
     node(settings cfg, message_log& log, device_inbox& inbox, metadata_store& metadata,
          metrics::registry& metrics, std::size_t dispatcher_threads,
          const starling::clock& clock = system_clock::instance());
@@ -37,7 +37,7 @@ public:
 
     broker_core& core() { return *core_; }
 
-private:
+  private:
     status create_topics();
     status load_state();
 

@@ -1,14 +1,14 @@
 #include "broker/persisted_consumer.h"
 
+#include "broker/broker_core.h"
+#include "broker/client_actor.h"
+
+#include "proto/starling.pb.h"
 #include <spdlog/spdlog.h>
 
 #include <condition_variable>
 #include <map>
 #include <mutex>
-
-#include "broker/broker_core.h"
-#include "broker/client_actor.h"
-#include "proto/starling.pb.h"
 
 namespace starling::broker {
 
@@ -76,8 +76,8 @@ void persisted_consumer::run(std::size_t index, log_consumer* consumer) {
             for (const auto& [tp, offset] : first) {
                 (void)consumer->seek(tp, offset);
             }
-            spdlog::warn("msg.persisted consumer {}: inbox write failed, retrying in {} ms",
-                         index, backoff.count());
+            spdlog::warn("msg.persisted consumer {}: inbox write failed, retrying in {} ms", index,
+                         backoff.count());
             std::this_thread::sleep_for(backoff);  // retry backoff while the store is down
             backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
             continue;

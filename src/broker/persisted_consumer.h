@@ -10,27 +10,27 @@
 //
 // Threads: its own consumer threads (queue.device-persisted-msg.consumers-count).
 
+#include "base/result.h"
+#include "starling/message_log.h"
+
 #include <atomic>
 #include <memory>
 #include <thread>
 #include <vector>
-
-#include "base/result.h"
-#include "starling/message_log.h"
 
 namespace starling::broker {
 
 class broker_core;
 
 class persisted_consumer {
-public:
+  public:
     explicit persisted_consumer(broker_core& core);
     ~persisted_consumer();
 
     status start();
     void stop();
 
-private:
+  private:
     void run(std::size_t index, log_consumer* consumer);
     bool write_batch(std::vector<log_record>& records);
 

@@ -1,15 +1,15 @@
 #include "broker/publish_router.h"
 
+#include "broker/broker_core.h"
+#include "broker/client_actor.h"
+#include "routing/subscription_trie.h"
+
+#include "proto/starling.pb.h"
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <condition_variable>
 #include <map>
-
-#include "broker/broker_core.h"
-#include "broker/client_actor.h"
-#include "proto/starling.pb.h"
-#include "routing/subscription_trie.h"
 
 namespace starling::broker {
 
@@ -189,9 +189,8 @@ void publish_router::route(const message_ptr& msg, batch& b) {
         ++it;
     }
     while (it != end) {
-        auto group_end = std::find_if(it, end, [&](const target& t) {
-            return t.group_key != it->group_key;
-        });
+        auto group_end =
+            std::find_if(it, end, [&](const target& t) { return t.group_key != it->group_key; });
         const auto members = static_cast<std::size_t>(group_end - it);
         const std::size_t start = pick_shared_member(it->group_key, members);
         target* pick = nullptr;
@@ -260,8 +259,8 @@ void publish_router::deliver(const message_ptr& msg, const target& t, batch& b) 
                 pm.add_subscription_ids(id);
             }
             b.add();
-            core_.log().produce(core_.topics().msg_persisted(), t.client_id,
-                                pm.SerializeAsString(), {},
+            core_.log().produce(core_.topics().msg_persisted(), t.client_id, pm.SerializeAsString(),
+                                {},
                                 [&b](result<produce_ack> r) { b.complete(static_cast<bool>(r)); });
             return;
         }

@@ -17,6 +17,10 @@
 // Threads: its own consumer threads, each registered as an RCU reader of the trie.
 // Lifecycle: start() after the state snapshot is loaded; stop() wakes and joins the threads.
 
+#include "broker/message.h"
+#include "metrics/routing_probe.h"
+#include "starling/message_log.h"
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -26,16 +30,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "broker/message.h"
-#include "metrics/routing_probe.h"
-#include "starling/message_log.h"
-
 namespace starling::broker {
 
 class broker_core;
 
 class publish_router {
-public:
+  public:
     publish_router(broker_core& core, metrics::routing_probe& probe);
     ~publish_router();
 
@@ -47,7 +47,7 @@ public:
     struct batch;
     void route(const message_ptr& msg, batch& b);
 
-private:
+  private:
     struct target;
     void run(std::size_t index, log_consumer* consumer);
     void deliver(const message_ptr& msg, const target& t, batch& b);

@@ -7,17 +7,17 @@
 // Concurrency: any thread (the trie takes a shared_mutex; retained lookups happen at SUBSCRIBE,
 // not per PUBLISH).
 
+#include "broker/message.h"
+#include "routing/retained_trie.h"
+
 #include <atomic>
 #include <functional>
 #include <string_view>
 
-#include "broker/message.h"
-#include "routing/retained_trie.h"
-
 namespace starling::broker {
 
 class retained_store {
-public:
+  public:
     void put(const std::string& topic, message_ptr msg) { trie_.put(topic, std::move(msg)); }
     void erase(std::string_view topic) { trie_.erase(topic); }
     std::size_t size() const { return trie_.size(); }
@@ -32,7 +32,7 @@ public:
         });
     }
 
-private:
+  private:
     routing::retained_trie<message_ptr> trie_;
 };
 

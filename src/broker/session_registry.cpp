@@ -10,8 +10,8 @@ std::shared_ptr<client_actor> session_registry::find_actor(std::string_view clie
     return it == actors_.end() ? nullptr : it->second;
 }
 
-std::shared_ptr<client_actor> session_registry::get_or_create_actor(
-    const std::string& client_id, const actor_factory& factory) {
+std::shared_ptr<client_actor> session_registry::get_or_create_actor(const std::string& client_id,
+                                                                    const actor_factory& factory) {
     std::unique_lock lock(actors_mutex_);
     auto it = actors_.find(client_id);
     if (it != actors_.end()) {
@@ -80,7 +80,8 @@ std::size_t session_registry::session_count() const {
     return sessions_.size();
 }
 
-void session_registry::for_each_session(const std::function<void(const session_record&)>& fn) const {
+void session_registry::for_each_session(
+    const std::function<void(const session_record&)>& fn) const {
     std::vector<session_record> copy;
     {
         std::shared_lock lock(sessions_mutex_);

@@ -42,7 +42,7 @@ struct string_hash {
 };
 
 class session_registry {
-public:
+  public:
     using actor_factory = std::function<std::shared_ptr<client_actor>(const std::string&)>;
 
     std::shared_ptr<client_actor> find_actor(std::string_view client_id) const;
@@ -61,7 +61,7 @@ public:
     std::size_t session_count() const;
     void for_each_session(const std::function<void(const session_record&)>& fn) const;
 
-private:
+  private:
     mutable std::shared_mutex actors_mutex_;
     std::unordered_map<std::string, std::shared_ptr<client_actor>, string_hash, std::equal_to<>>
         actors_;

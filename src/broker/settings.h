@@ -15,17 +15,17 @@ struct settings {
 
     // Server Receive Maximum (inbound QoS 1/2 in flight) and the outbound window per client.
     std::uint16_t max_in_flight = 1000;
-    std::uint32_t max_packet_size = 65536;       // inbound, bytes, fixed header included
-    std::uint16_t max_keep_alive = 600;          // seconds; Server Keep Alive above it
-    std::uint16_t topic_alias_max = 10;          // inbound aliases per connection
+    std::uint32_t max_packet_size = 65536;  // inbound, bytes, fixed header included
+    std::uint16_t max_keep_alive = 600;     // seconds; Server Keep Alive above it
+    std::uint16_t topic_alias_max = 10;     // inbound aliases per connection
     std::uint32_t min_topic_length_for_alias = 50;
-    std::uint32_t max_topic_segments = 0;        // 0: unlimited
+    std::uint32_t max_topic_segments = 0;  // 0: unlimited
     bool allow_root_multi_level_wildcard = true;
     bool retain_available = true;
     std::uint8_t max_qos = 2;
-    std::uint32_t max_session_expiry = 604800;   // seconds
+    std::uint32_t max_session_expiry = 604800;  // seconds
     std::uint32_t max_client_id_length_v31 = 1024;
-    std::string response_information;            // v5 Response Information; empty: not offered
+    std::string response_information;  // v5 Response Information; empty: not offered
 
     std::uint32_t persisted_messages_limit = 10000;
     std::uint32_t persisted_messages_ttl = 604800;  // seconds

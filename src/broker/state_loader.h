@@ -10,12 +10,12 @@
 //
 // Runs on the caller's thread (start-up); blocking is expected there.
 
+#include "base/result.h"
+#include "starling/message_log.h"
+
 #include <chrono>
 #include <string>
 #include <unordered_map>
-
-#include "base/result.h"
-#include "starling/message_log.h"
 
 namespace starling::broker {
 

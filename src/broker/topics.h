@@ -8,7 +8,7 @@
 namespace starling::broker {
 
 class topic_names {
-public:
+  public:
     explicit topic_names(std::string prefix) : prefix_(std::move(prefix)) {}
 
     std::string msg_all() const { return name("msg.all"); }
@@ -17,7 +17,7 @@ public:
     std::string client_session() const { return name("client.session"); }
     std::string client_subscriptions() const { return name("client.subscriptions"); }
 
-private:
+  private:
     std::string name(const char* suffix) const {
         return prefix_.empty() ? std::string(suffix) : prefix_ + "." + suffix;
     }

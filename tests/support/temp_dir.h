@@ -10,7 +10,7 @@
 namespace starling::testing {
 
 class temp_dir {
-public:
+  public:
     temp_dir() {
         std::random_device rd;
         for (int attempt = 0; attempt < 100; ++attempt) {
@@ -33,7 +33,7 @@ public:
 
     const std::filesystem::path& path() const { return path_; }
 
-private:
+  private:
     std::filesystem::path path_;
 };
 

@@ -1,20 +1,21 @@
 // The MQTT behaviour of client actors, driven without sockets: a fake channel records what the
 // actor writes, and the node runs on the real embedded adapters in a temporary directory.
 
+#include "broker/client_actor.h"
+
+#include "adapters/embedded/device_inbox.h"
+#include "adapters/embedded/message_log.h"
+#include "adapters/embedded/sqlite_metadata_store.h"
+#include "broker/node.h"
+#include "metrics/registry.h"
+#include "mqtt/decoder.h"
+
+#include "support/temp_dir.h"
 #include <gtest/gtest.h>
 
 #include <condition_variable>
 #include <deque>
 #include <mutex>
-
-#include "adapters/embedded/device_inbox.h"
-#include "adapters/embedded/message_log.h"
-#include "adapters/embedded/sqlite_metadata_store.h"
-#include "broker/client_actor.h"
-#include "broker/node.h"
-#include "metrics/registry.h"
-#include "mqtt/decoder.h"
-#include "support/temp_dir.h"
 
 namespace starling::broker {
 namespace {
@@ -23,7 +24,7 @@ using namespace std::chrono_literals;
 
 // Records the bytes the actor sends and decodes them as a client would.
 class fake_channel final : public client_channel {
-public:
+  public:
     explicit fake_channel(std::uint64_t id, mqtt::protocol_version v)
         : id_(id), decoder_(mqtt::decoder_limits{}, mqtt::decoder_role::client) {
         decoder_.set_protocol_version(v);
@@ -82,7 +83,7 @@ public:
         return cv_.wait_for(lock, timeout, [&] { return closed_; });
     }
 
-private:
+  private:
     std::uint64_t id_;
     std::string address_ = "127.0.0.1:1";
     std::mutex mutex_;
@@ -93,7 +94,7 @@ private:
 };
 
 class broker_fixture : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override { open(); }
     void TearDown() override { close(); }
 
@@ -190,8 +191,12 @@ TEST_F(broker_fixture, qos1_publish_is_acknowledged_and_delivered) {
     auto sub = connect("sub", true);
     subscribe("sub", *sub, "a/+", mqtt::qos::at_least_once);
     auto pub = connect("pub", true);
-    send("pub", *pub, mqtt::publish{.topic = "a/b", .payload = "hello",
-                                    .qos = mqtt::qos::at_least_once, .packet_id = 7, .properties = {}});
+    send("pub", *pub,
+         mqtt::publish{.topic = "a/b",
+                       .payload = "hello",
+                       .qos = mqtt::qos::at_least_once,
+                       .packet_id = 7,
+                       .properties = {}});
     auto ack = pub->expect<mqtt::puback>();
     EXPECT_EQ(ack.packet_id, 7);
     auto msg = sub->expect<mqtt::publish>();
@@ -205,8 +210,12 @@ TEST_F(broker_fixture, qos1_publish_is_acknowledged_and_delivered) {
 TEST_F(broker_fixture, acknowledgements_leave_in_packet_order) {
     auto pub = connect("pub", true);
     for (std::uint16_t id = 1; id <= 50; ++id) {
-        send("pub", *pub, mqtt::publish{.topic = "t/" + std::to_string(id % 7), .payload = "x",
-                                        .qos = mqtt::qos::at_least_once, .packet_id = id, .properties = {}});
+        send("pub", *pub,
+             mqtt::publish{.topic = "t/" + std::to_string(id % 7),
+                           .payload = "x",
+                           .qos = mqtt::qos::at_least_once,
+                           .packet_id = id,
+                           .properties = {}});
     }
     for (std::uint16_t id = 1; id <= 50; ++id) {
         EXPECT_EQ(pub->expect<mqtt::puback>().packet_id, id);
@@ -221,8 +230,12 @@ TEST_F(broker_fixture, persistent_session_queues_while_offline_and_redelivers_in
 
     auto pub = connect("pub", true);
     for (std::uint16_t id = 1; id <= 20; ++id) {
-        send("pub", *pub, mqtt::publish{.topic = "d/x", .payload = std::to_string(id),
-                                        .qos = mqtt::qos::at_least_once, .packet_id = id, .properties = {}});
+        send("pub", *pub,
+             mqtt::publish{.topic = "d/x",
+                           .payload = std::to_string(id),
+                           .qos = mqtt::qos::at_least_once,
+                           .packet_id = id,
+                           .properties = {}});
     }
     for (std::uint16_t id = 1; id <= 20; ++id) {
         EXPECT_EQ(pub->expect<mqtt::puback>().packet_id, id);
@@ -240,13 +253,17 @@ TEST_F(broker_fixture, unacknowledged_messages_are_resent_with_dup_after_reconne
     auto sub = connect("dev", false, mqtt::protocol_version::v5, 3600);
     subscribe("dev", *sub, "d", mqtt::qos::at_least_once);
     auto pub = connect("pub", true);
-    send("pub", *pub, mqtt::publish{.topic = "d", .payload = "m1",
-                                    .qos = mqtt::qos::at_least_once, .packet_id = 1, .properties = {}});
+    send("pub", *pub,
+         mqtt::publish{.topic = "d",
+                       .payload = "m1",
+                       .qos = mqtt::qos::at_least_once,
+                       .packet_id = 1,
+                       .properties = {}});
     auto first = sub->expect<mqtt::publish>();
     EXPECT_FALSE(first.dup);
     // Connection drops without PUBACK.
-    ASSERT_TRUE(node_->core().actor_for("dev")->tell_control(
-        client_msg::closed{.channel_id = sub->id(), .reason = "test", .protocol_error = std::nullopt}));
+    ASSERT_TRUE(node_->core().actor_for("dev")->tell_control(client_msg::closed{
+        .channel_id = sub->id(), .reason = "test", .protocol_error = std::nullopt}));
     auto again = connect("dev", false, mqtt::protocol_version::v5, 3600, true);
     auto second = again->expect<mqtt::publish>();
     EXPECT_EQ(second.payload, "m1");
@@ -260,8 +277,12 @@ TEST_F(broker_fixture, persistent_session_survives_restart) {
     send("dev", *sub, mqtt::disconnect{});
     ASSERT_TRUE(sub->wait_closed());
     auto pub = connect("pub", true);
-    send("pub", *pub, mqtt::publish{.topic = "r/1", .payload = "kept",
-                                    .qos = mqtt::qos::at_least_once, .packet_id = 1, .properties = {}});
+    send("pub", *pub,
+         mqtt::publish{.topic = "r/1",
+                       .payload = "kept",
+                       .qos = mqtt::qos::at_least_once,
+                       .packet_id = 1,
+                       .properties = {}});
     EXPECT_EQ(pub->expect<mqtt::puback>().packet_id, 1);
     // No waiting for the inbox: what the PUBACK promised is in msg.all, and a restarted node
     // re-routes every record its consumers had not committed.
@@ -285,8 +306,12 @@ TEST_F(broker_fixture, receive_maximum_violation_disconnects_with_0x93) {
     auto pub = connect("flood", true);
     // More unacknowledged QoS 2 publishes than the server's Receive Maximum (1000).
     for (std::uint16_t id = 1; id <= 1001; ++id) {
-        send("flood", *pub, mqtt::publish{.topic = "f", .payload = "x",
-                                          .qos = mqtt::qos::exactly_once, .packet_id = id, .properties = {}});
+        send("flood", *pub,
+             mqtt::publish{.topic = "f",
+                           .payload = "x",
+                           .qos = mqtt::qos::exactly_once,
+                           .packet_id = id,
+                           .properties = {}});
     }
     bool saw = false;
     while (auto p = pub->next(5s)) {
