@@ -70,6 +70,7 @@ struct step_result {
     double wall_s = 0;  // start to end of drain
     std::optional<double> cpu_s_per_million;
     std::optional<std::uint64_t> broker_rss_kb;
+    nlohmann::json per_subscriber = nlohmann::json::array();  // with --per-client
     std::string verdict;  // ok, loss, duplicates, errors, publishers-limited, lagging, latency
     bool sustained() const { return verdict == "ok"; }
 };

@@ -46,6 +46,8 @@ broker::settings broker_settings(const config::broker_config& c) {
         static_cast<std::uint32_t>(c.mqtt.persistent_session.device.persisted_messages.ttl.count());
     s.mailbox_capacity = c.actors.client.mailbox_capacity;
     s.throughput = c.actors.system.throughput;
+    s.named_actor_grace = c.actors.client.wait_before_named_actor_stop;
+    s.generated_actor_grace = c.actors.client.wait_before_generated_actor_stop;
     s.msg_all_partitions = static_cast<std::int32_t>(c.queue.kafka.msg_all.partitions);
     s.msg_all_retention_ms = c.queue.kafka.msg_all.retention.count();
     s.msg_all_consumers = static_cast<std::int32_t>(c.queue.msg_all.consumers_count);

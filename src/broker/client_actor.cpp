@@ -190,6 +190,10 @@ void client_actor::on_connect(client_msg::connect&& m) {
         expiry_timer_ = {};
     }
     ++expiry_generation_;
+    ++retire_generation_;
+    core_.timers().cancel(retire_timer_);
+    retire_timer_ = {};
+    generated_id_ = m.id_generated;
 
     auto c = std::make_unique<connection_state>();
     c->channel = std::move(m.channel);
@@ -1258,7 +1262,29 @@ void client_actor::end_session() {
     }
     session_exists_ = false;
     persistent_ = false;
-    stop_actor();
+    retire();
+}
+
+void client_actor::retire() {
+    // The actor outlives its session for a grace period (actors.client.wait-before-*-actor-
+    // stop-seconds) so a client that reconnects at once finds it instead of a fresh one.
+    const auto grace =
+        generated_id_ ? core_.cfg().generated_actor_grace : core_.cfg().named_actor_grace;
+    if (grace.count() <= 0 || core_.stopping()) {
+        stop_actor();
+        return;
+    }
+    const std::uint64_t generation = ++retire_generation_;
+    std::weak_ptr<client_actor> weak = weak_from_this();
+    retire_timer_ = core_.timers().schedule_after(grace, [weak, generation] {
+        if (auto self = weak.lock()) {
+            self->post([generation](client_actor& a) {
+                if (a.retire_generation_ == generation && !a.conn_ && !a.session_exists_) {
+                    a.stop_actor();
+                }
+            });
+        }
+    });
 }
 
 void client_actor::stop_actor() {

@@ -63,7 +63,8 @@ namespace client_msg {
 struct connect {
     std::shared_ptr<client_channel> channel;
     mqtt::connect packet;
-    bool id_assigned = false;  // the server generated the client id (v5 empty id)
+    bool id_assigned = false;   // v5: the server assigned the id (sent back in CONNACK)
+    bool id_generated = false;  // the server generated the id (v5 or 3.1.1 empty id)
 };
 // Any later packet of a connection.
 struct packet {
@@ -183,6 +184,7 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     void end_connection(std::string_view reason);
     void end_session();
     void stop_actor();
+    void retire();
     void publish_will(const mqtt::will_message& will);
     void arm_keep_alive();
     void on_keep_alive_timer(std::uint64_t channel_id);
@@ -239,6 +241,9 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     actor::timer_handle will_timer_;
     actor::timer_handle expiry_timer_;
     std::uint64_t expiry_generation_ = 0;
+    actor::timer_handle retire_timer_;
+    std::uint64_t retire_generation_ = 0;
+    bool generated_id_ = false;
 };
 
 }  // namespace starling::broker

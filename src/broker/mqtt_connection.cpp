@@ -94,6 +94,7 @@ void mqtt_connection::handle_connect(mqtt::connect&& c) {
         return;
     }
     bool assigned = false;
+    bool generated = false;
     if (c.client_id.empty()) {
         if (version == mqtt::protocol_version::v3_1) {
             refuse_connect(version, mqtt::reason_code::client_identifier_not_valid,
@@ -107,6 +108,7 @@ void mqtt_connection::handle_connect(mqtt::connect&& c) {
             return;
         }
         c.client_id = generate_client_id();
+        generated = true;
         assigned = version == mqtt::protocol_version::v5;
     } else if (version == mqtt::protocol_version::v3_1 &&
                c.client_id.size() > core_.cfg().max_client_id_length_v31) {
@@ -120,8 +122,10 @@ void mqtt_connection::handle_connect(mqtt::connect&& c) {
     }
     auto client_id = c.client_id;
     actor_ = core_.actor_for(client_id);
-    client_msg::connect msg{
-        .channel = shared_from_this(), .packet = std::move(c), .id_assigned = assigned};
+    client_msg::connect msg{.channel = shared_from_this(),
+                            .packet = std::move(c),
+                            .id_assigned = assigned,
+                            .id_generated = generated};
     client_message m = std::move(msg);
     if (actor_->tell_control(std::move(m))) {
         return;

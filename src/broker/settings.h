@@ -33,6 +33,9 @@ struct settings {
     std::size_t mailbox_capacity = 10000;
     std::size_t outbound_queue_limit = 10000;  // per non-persistent client, beyond the window
     std::size_t throughput = 5;
+    // How long an actor outlives its ended session (a quick reconnect reuses it).
+    std::chrono::seconds named_actor_grace{60};
+    std::chrono::seconds generated_actor_grace{10};
 
     std::int32_t msg_all_partitions = 16;
     std::int64_t msg_all_retention_ms = 604800000;

@@ -15,6 +15,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <future>
 #include <mutex>
 
 namespace starling::broker {
@@ -118,6 +119,7 @@ class broker_fixture : public ::testing::Test {
         s.msg_persisted_partitions = 2;
         s.msg_persisted_consumers = 1;
         s.poll_interval = 20ms;
+        s.named_actor_grace = named_actor_grace_;
         node_ = std::make_unique<node>(s, *log_, *inbox_, *metadata_, metrics_, 2);
         node_->start();
     }
@@ -185,6 +187,15 @@ class broker_fixture : public ::testing::Test {
     std::unique_ptr<adapters::embedded::sqlite_metadata_store> metadata_;
     std::unique_ptr<node> node_;
     std::uint64_t next_channel_id_ = 0;
+    std::chrono::seconds named_actor_grace_{60};
+
+    // Runs a no-op through the client's mailbox and waits for it: everything told before it
+    // (on either lane) has been handled when this returns.
+    void sync_with(const std::shared_ptr<client_actor>& actor) {
+        std::promise<void> done;
+        ASSERT_TRUE(actor->tell(client_msg::call{[&](client_actor&) { done.set_value(); }}));
+        ASSERT_EQ(done.get_future().wait_for(5s), std::future_status::ready);
+    }
 };
 
 TEST_F(broker_fixture, qos1_publish_is_acknowledged_and_delivered) {
@@ -322,6 +333,35 @@ TEST_F(broker_fixture, receive_maximum_violation_disconnects_with_0x93) {
         }
     }
     EXPECT_TRUE(saw);
+}
+
+TEST_F(broker_fixture, actor_outlives_an_ended_session_for_the_grace_period) {
+    auto ch = connect("brief", true);
+    auto actor = node_->core().actor_for("brief");
+    send("brief", *ch, mqtt::disconnect{});
+    ASSERT_TRUE(ch->wait_closed());
+    sync_with(actor);
+    EXPECT_EQ(node_->core().sessions().find_actor("brief"), actor);
+    // A reconnect within the grace period is served by the same actor.
+    auto again = connect("brief", true);
+    EXPECT_EQ(node_->core().actor_for("brief"), actor);
+}
+
+class broker_fixture_no_grace : public broker_fixture {
+  protected:
+    void SetUp() override {
+        named_actor_grace_ = 0s;
+        broker_fixture::SetUp();
+    }
+};
+
+TEST_F(broker_fixture_no_grace, actor_leaves_the_registry_when_its_session_ends) {
+    auto ch = connect("brief", true);
+    auto actor = node_->core().actor_for("brief");
+    send("brief", *ch, mqtt::disconnect{});
+    ASSERT_TRUE(ch->wait_closed());
+    sync_with(actor);
+    EXPECT_EQ(node_->core().sessions().find_actor("brief"), nullptr);
 }
 
 }  // namespace
