@@ -1,19 +1,18 @@
 #include "bench/client.h"
 
-#include <netinet/in.h>
-#include <sys/socket.h>
+#include "mqtt/encoder.h"
+#include "mqtt/reason_code.h"
 
+#include "bench/payload.h"
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <string>
 #include <utility>
-
-#include "bench/payload.h"
-#include "mqtt/encoder.h"
-#include "mqtt/reason_code.h"
 
 #ifndef IP_BIND_ADDRESS_NO_PORT
 #define IP_BIND_ADDRESS_NO_PORT 24
@@ -31,9 +30,7 @@ namespace {
 constexpr std::size_t max_window = 65000;
 constexpr std::uint16_t first_control_id = 65001;
 
-bool is_failure(mqtt::reason_code code) noexcept {
-    return static_cast<std::uint8_t>(code) >= 0x80;
-}
+bool is_failure(mqtt::reason_code code) noexcept { return static_cast<std::uint8_t>(code) >= 0x80; }
 
 }  // namespace
 
@@ -72,8 +69,7 @@ void client::connect(const tcp::endpoint& server,
             return;
         }
     }
-    socket_.async_connect(server,
-                          [this](const boost::system::error_code& e) { on_connect(e); });
+    socket_.async_connect(server, [this](const boost::system::error_code& e) { on_connect(e); });
 }
 
 void client::on_connect(const boost::system::error_code& ec) {
@@ -130,8 +126,8 @@ void client::on_read(const boost::system::error_code& ec, std::size_t n) {
             break;
         }
         if (auto* error = std::get_if<mqtt::decode_error>(&r)) {
-            fail(mqtt::make_error_code(error->code), "undecodable packet from the broker: " +
-                                                         error->detail);
+            fail(mqtt::make_error_code(error->code),
+                 "undecodable packet from the broker: " + error->detail);
             return;
         }
         handle(std::get<mqtt::packet>(std::move(r)));
@@ -169,8 +165,7 @@ void client::handle(mqtt::packet&& p) {
                 // A PUBREC for a message already released: answer it again, as MQTT requires.
                 if (rec.packet_id != 0 && rec.packet_id <= window_ &&
                     slots_[rec.packet_id].stage == 3) {
-                    mqtt::encode(mqtt::pubrel{.packet_id = rec.packet_id}, settings_.version,
-                                 out_);
+                    mqtt::encode(mqtt::pubrel{.packet_id = rec.packet_id}, settings_.version, out_);
                     return;
                 }
                 fail(mqtt::make_error_code(mqtt::reason_code::protocol_error),
@@ -245,8 +240,7 @@ void client::handle_publish(const mqtt::publish& message) {
         case mqtt::qos::at_least_once:
             events_.on_message(*this, message);
             if (state_ != state::closed) {
-                mqtt::encode(mqtt::puback{.packet_id = message.packet_id}, settings_.version,
-                             out_);
+                mqtt::encode(mqtt::puback{.packet_id = message.packet_id}, settings_.version, out_);
             }
             return;
         case mqtt::qos::exactly_once:
@@ -260,8 +254,7 @@ void client::handle_publish(const mqtt::publish& message) {
                 events_.on_message(*this, message);
             }
             if (state_ != state::closed) {
-                mqtt::encode(mqtt::pubrec{.packet_id = message.packet_id}, settings_.version,
-                             out_);
+                mqtt::encode(mqtt::pubrec{.packet_id = message.packet_id}, settings_.version, out_);
             }
             return;
     }
@@ -304,9 +297,8 @@ bool client::publish(std::string_view topic, mqtt::qos qos, bool retain, std::st
         }
         id = free_ids_.back();
         free_ids_.pop_back();
-        slots_[id] = inflight_slot{send_ns, qos == mqtt::qos::at_least_once
-                                                ? std::uint8_t{1}
-                                                : std::uint8_t{2}};
+        slots_[id] = inflight_slot{
+            send_ns, qos == mqtt::qos::at_least_once ? std::uint8_t{1} : std::uint8_t{2}};
     }
     mqtt::publish_header header{.topic = topic, .qos = qos, .retain = retain, .packet_id = id};
     mqtt::encode_publish(out_, settings_.version, header, payload);

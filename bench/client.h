@@ -18,6 +18,11 @@
 //
 // Concurrency: every member is used on the owning worker's thread only.
 
+#include "mqtt/decoder.h"
+#include "mqtt/packet.h"
+#include "mqtt/protocol_version.h"
+#include "mqtt/qos.h"
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
@@ -28,11 +33,6 @@
 #include <string_view>
 #include <system_error>
 #include <vector>
-
-#include "mqtt/decoder.h"
-#include "mqtt/packet.h"
-#include "mqtt/protocol_version.h"
-#include "mqtt/qos.h"
 
 namespace starling::bench {
 
@@ -143,8 +143,8 @@ class client {
 
     std::size_t window_ = 0;
     std::vector<std::uint16_t> free_ids_;
-    std::vector<inflight_slot> slots_;    // index = packet id
-    std::vector<bool> incoming_qos2_;     // packet ids awaiting PUBREL (allocated on first use)
+    std::vector<inflight_slot> slots_;   // index = packet id
+    std::vector<bool> incoming_qos2_;    // packet ids awaiting PUBREL (allocated on first use)
     std::uint16_t next_control_id_ = 0;  // SUBSCRIBE ids, above the publish window
 
     std::uint64_t connect_started_ns_ = 0;

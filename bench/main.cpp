@@ -1,14 +1,13 @@
 // starling-bench: the MQTT load generator. See bench/README.md and `starling-bench --help`.
 
+#include "bench/options.h"
+#include "bench/report.h"
+#include "bench/runner.h"
 #include <signal.h>
 
 #include <cstdio>
 #include <exception>
 #include <string>
-
-#include "bench/options.h"
-#include "bench/report.h"
-#include "bench/runner.h"
 
 int main(int argc, char** argv) {
     using namespace starling::bench;

@@ -1,14 +1,14 @@
 #include "bench/options.h"
 
+#include "bench/payload.h"
+#include "bench/topic_pattern.h"
+
 #include <charconv>
 #include <cstdlib>
 #include <functional>
 #include <map>
 #include <sstream>
 #include <string_view>
-
-#include "bench/payload.h"
-#include "bench/topic_pattern.h"
 
 namespace starling::bench {
 
@@ -53,6 +53,37 @@ std::optional<mqtt::qos> to_qos(std::optional<int> value) {
 }
 
 }  // namespace
+
+std::string describe(const scenario_spec& s) {
+    std::ostringstream d;
+    const auto qos = [](mqtt::qos q) { return static_cast<int>(q); };
+    switch (s.kind) {
+        case scenario_kind::connections:
+            d << s.connections << " idle connections";
+            break;
+        case scenario_kind::retained:
+            d << s.retained_count << " retained messages from " << s.publishers
+              << " publishers, then " << s.subscribers << " subscribers of '" << s.sub_filter
+              << "', QoS " << qos(s.pub_qos) << "/" << qos(s.sub_qos);
+            break;
+        case scenario_kind::throughput:
+            if (s.publishers != 0) {
+                d << s.publishers << " publisher" << (s.publishers == 1 ? "" : "s") << " ('"
+                  << s.pub_topic << "', QoS " << qos(s.pub_qos) << ")";
+            }
+            if (s.publishers != 0 && s.subscribers != 0) {
+                d << " -> ";
+            }
+            if (s.subscribers != 0) {
+                d << s.subscribers << " subscriber" << (s.subscribers == 1 ? "" : "s") << " ('"
+                  << s.sub_filter << "', QoS " << qos(s.sub_qos)
+                  << (s.sub_persistent ? ", persistent" : "") << ")";
+            }
+            d << ", " << s.payload_size << " B";
+            break;
+    }
+    return d.str();
+}
 
 std::string usage_text() {
     return R"(starling-bench: MQTT load generator (Starling's codec on Asio)
@@ -239,11 +270,12 @@ parse_outcome parse_options(int argc, const char* const* argv) {
         {"--broker-pid", num(o.broker_pid)},
     };
     const std::map<std::string_view, std::string_view> short_names = {
-        {"-V", "--version"}, {"-u", "--username"},  {"-P", "--password"},  {"-k", "--keep-alive"},
-        {"-T", "--threads"}, {"-R", "--connect-rate"}, {"-c", "--count"},  {"-t", "--topic"},
-        {"-f", "--filter"},  {"-i", "--client-id"}, {"-q", "--qos"},       {"-x", "--session-expiry"},
-        {"-s", "--size"},    {"-F", "--inflight"},  {"-r", "--rate"},      {"-w", "--warmup"},
-        {"-d", "--duration"},
+        {"-V", "--version"},    {"-u", "--username"}, {"-P", "--password"},
+        {"-k", "--keep-alive"}, {"-T", "--threads"},  {"-R", "--connect-rate"},
+        {"-c", "--count"},      {"-t", "--topic"},    {"-f", "--filter"},
+        {"-i", "--client-id"},  {"-q", "--qos"},      {"-x", "--session-expiry"},
+        {"-s", "--size"},       {"-F", "--inflight"}, {"-r", "--rate"},
+        {"-w", "--warmup"},     {"-d", "--duration"},
     };
     for (; i < argc; ++i) {
         std::string_view name = argv[i];
@@ -310,7 +342,6 @@ std::optional<scenario_spec> resolve_scenario(const bench_options& o, std::strin
                 s.conn_client_id = *o.client_id;
             }
             s.duration_s = 10;
-            s.description = "idle connections";
             break;
         case bench_mode::pub:
             s.name = "pub";
@@ -322,7 +353,6 @@ std::optional<scenario_spec> resolve_scenario(const bench_options& o, std::strin
                 s.pub_client_id = *o.client_id;
             }
             s.duration_s = 10;
-            s.description = "publishers";
             break;
         case bench_mode::sub:
             s.name = "sub";
@@ -333,7 +363,6 @@ std::optional<scenario_spec> resolve_scenario(const bench_options& o, std::strin
                 s.sub_client_id = *o.client_id;
             }
             s.duration_s = 10;
-            s.description = "subscribers";
             break;
         case bench_mode::scenario:
             s.name = o.scenario;
@@ -344,7 +373,6 @@ std::optional<scenario_spec> resolve_scenario(const bench_options& o, std::strin
                 s.sub_filter = "bench/%r/fanout/#";
                 s.rate_start = 100;
                 s.moderate_rate = 20;
-                s.description = "5 publishers -> 1,000 subscribers of one wildcard, QoS 0";
             } else if (o.scenario == "fan-in") {
                 s.publishers = 1000;
                 s.subscribers = 1;
@@ -353,7 +381,6 @@ std::optional<scenario_spec> resolve_scenario(const bench_options& o, std::strin
                 s.pub_qos = s.sub_qos = mqtt::qos::at_least_once;
                 s.rate_start = 2000;
                 s.moderate_rate = 1000;
-                s.description = "1,000 publishers -> 1 subscriber, QoS 1";
             } else if (o.scenario == "p2p") {
                 s.publishers = 1000;
                 s.subscribers = 1000;
@@ -363,7 +390,6 @@ std::optional<scenario_spec> resolve_scenario(const bench_options& o, std::strin
                 s.sub_persistent = true;
                 s.rate_start = 2000;
                 s.moderate_rate = 1000;
-                s.description = "1,000 pairs on private topics, QoS 1, persistent subscribers";
             } else if (o.scenario == "shared") {
                 s.publishers = 1000;
                 s.subscribers = 10;
@@ -372,12 +398,10 @@ std::optional<scenario_spec> resolve_scenario(const bench_options& o, std::strin
                 s.pub_qos = s.sub_qos = mqtt::qos::at_least_once;
                 s.rate_start = 2000;
                 s.moderate_rate = 1000;
-                s.description = "1,000 publishers -> one shared group of 10, QoS 1";
             } else if (o.scenario == "connections") {
                 s.kind = scenario_kind::connections;
                 s.connections = 10000;
                 s.duration_s = 2;
-                s.description = "10,000 idle connections";
             } else if (o.scenario == "retained") {
                 s.kind = scenario_kind::retained;
                 s.publishers = 10;
@@ -388,9 +412,9 @@ std::optional<scenario_spec> resolve_scenario(const bench_options& o, std::strin
                 s.retain = true;
                 s.topic_per_message = true;
                 s.retained_count = 100000;
-                s.description = "100,000 retained messages, then wildcard subscribers";
             } else {
-                error = "unknown scenario '" + o.scenario + "' (known: fan-out, fan-in, p2p, "
+                error = "unknown scenario '" + o.scenario +
+                        "' (known: fan-out, fan-in, p2p, "
                         "shared, connections, retained)";
                 return std::nullopt;
             }
@@ -465,8 +489,8 @@ std::optional<scenario_spec> resolve_scenario(const bench_options& o, std::strin
     }
 
     // Checks.
-    for (const auto* pattern : {&s.pub_topic, &s.sub_filter, &s.pub_client_id, &s.sub_client_id,
-                                &s.conn_client_id}) {
+    for (const auto* pattern :
+         {&s.pub_topic, &s.sub_filter, &s.pub_client_id, &s.sub_client_id, &s.conn_client_id}) {
         if (!topic_pattern::parse(*pattern)) {
             error = "invalid placeholder in '" + *pattern + "'";
             return std::nullopt;
@@ -495,6 +519,7 @@ std::optional<scenario_spec> resolve_scenario(const bench_options& o, std::strin
         error = "--search is for scenarios";
         return std::nullopt;
     }
+    s.description = describe(s);
     return s;
 }
 

@@ -14,15 +14,15 @@
 // overrides into the concrete plan (every count, pattern, QoS and rate decided). Both are pure:
 // the tests call them without a broker.
 
+#include "mqtt/protocol_version.h"
+#include "mqtt/qos.h"
+
 #include <sys/types.h>
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include "mqtt/protocol_version.h"
-#include "mqtt/qos.h"
 
 namespace starling::bench {
 
@@ -31,8 +31,8 @@ enum class scenario_kind : std::uint8_t { throughput, connections, retained };
 
 struct bench_options {
     bench_mode mode = bench_mode::help;
-    std::string scenario;                 // scenario mode
-    std::vector<std::string> files;       // compare mode
+    std::string scenario;            // scenario mode
+    std::vector<std::string> files;  // compare mode
 
     // Where and how to connect.
     std::string host = "127.0.0.1";
@@ -43,24 +43,24 @@ struct bench_options {
     std::uint16_t keep_alive = 300;
     std::vector<std::string> ifaddrs;  // source addresses, round-robin per client
     unsigned threads = 1;
-    double connect_rate = 0;           // conn/s; 0 = as fast as max_pending allows
-    std::size_t max_pending = 100;     // connects awaiting CONNACK, per thread
+    double connect_rate = 0;        // conn/s; 0 = as fast as max_pending allows
+    std::size_t max_pending = 100;  // connects awaiting CONNACK, per thread
     double connect_timeout_s = 10;
 
     // Who (each unset value takes the mode's or scenario's default).
-    std::optional<std::uint32_t> count;        // -c: the clients of conn/pub/sub mode
+    std::optional<std::uint32_t> count;  // -c: the clients of conn/pub/sub mode
     std::optional<std::uint32_t> publishers;
     std::optional<std::uint32_t> subscribers;
-    std::optional<std::string> topic;          // publishers' topic pattern
-    std::optional<std::string> filter;         // subscribers' filter pattern
-    std::optional<std::string> client_id;      // client id pattern of conn/pub/sub mode
-    std::optional<int> qos;                    // both sides
+    std::optional<std::string> topic;      // publishers' topic pattern
+    std::optional<std::string> filter;     // subscribers' filter pattern
+    std::optional<std::string> client_id;  // client id pattern of conn/pub/sub mode
+    std::optional<int> qos;                // both sides
     std::optional<int> pub_qos;
     std::optional<int> sub_qos;
-    std::optional<bool> persistent;            // subscribers keep their session
-    std::uint32_t session_expiry = 3600;       // v5, for persistent sessions
-    std::uint64_t group_size = 1;              // for %g and %m
-    std::uint64_t start_index = 0;             // added to %i
+    std::optional<bool> persistent;       // subscribers keep their session
+    std::uint32_t session_expiry = 3600;  // v5, for persistent sessions
+    std::uint64_t group_size = 1;         // for %g and %m
+    std::uint64_t start_index = 0;        // added to %i
     bool retain = false;
     std::optional<std::size_t> payload_size;
     std::uint16_t inflight = 100;
@@ -87,10 +87,10 @@ struct bench_options {
 
     // Output.
     std::string json_path;
-    std::string label;         // the broker's name in results ("starling", "mosquitto")
-    pid_t broker_pid = 0;      // read its CPU and memory from /proc
+    std::string label;     // the broker's name in results ("starling", "mosquitto")
+    pid_t broker_pid = 0;  // read its CPU and memory from /proc
     bool quiet = false;
-    bool per_client = false;   // per-subscriber results in the JSON
+    bool per_client = false;  // per-subscriber results in the JSON
 };
 
 struct parse_outcome {
@@ -120,12 +120,12 @@ struct scenario_spec {
     bool retain = false;
     bool topic_per_message = false;
     std::size_t payload_size = 64;
-    double rate = 0;            // total msg/s of a single step (0 = flat out)
-    double rate_start = 0;      // search
+    double rate = 0;        // total msg/s of a single step (0 = flat out)
+    double rate_start = 0;  // search
     double rate_max = 0;
-    double moderate_rate = 0;   // 0 = no fixed-rate step
+    double moderate_rate = 0;  // 0 = no fixed-rate step
     double duration_s = 5;
-    bool strict = true;         // publishers and subscribers of this run only
+    bool strict = true;  // publishers and subscribers of this run only
     std::uint64_t retained_count = 0;
     std::string description;
 };
@@ -133,5 +133,7 @@ struct scenario_spec {
 // std::nullopt and `error` set for an unknown scenario or an invalid combination.
 std::optional<scenario_spec> resolve_scenario(const bench_options& options, std::string& error);
 std::vector<std::string> scenario_names();
+// One line saying what the run does, with its actual sizes.
+std::string describe(const scenario_spec& spec);
 
 }  // namespace starling::bench

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -145,6 +146,19 @@ std::optional<process_memory> read_memory(pid_t pid) {
         return std::nullopt;
     }
     return parse_status_memory(*text);
+}
+
+std::optional<double> read_load_average() {
+    auto text = read_file("/proc/loadavg");
+    if (!text) {
+        return std::nullopt;
+    }
+    char* end = nullptr;
+    const double value = std::strtod(text->c_str(), &end);
+    if (end == text->c_str()) {
+        return std::nullopt;
+    }
+    return value;
 }
 
 double self_cpu_seconds() {

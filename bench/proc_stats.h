@@ -40,6 +40,8 @@ std::string parse_cpu_model(std::string_view cpuinfo_text);
 
 std::optional<double> read_cpu_seconds(pid_t pid);
 std::optional<process_memory> read_memory(pid_t pid);
+// The 1-minute load average (runnable threads), to show how busy a shared machine was.
+std::optional<double> read_load_average();
 // This process's own CPU seconds (user + system, all threads).
 double self_cpu_seconds();
 machine_info read_machine_info();

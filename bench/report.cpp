@@ -67,8 +67,8 @@ latency_summary summarize(const latency_histogram& h) {
 }
 
 json to_json(const latency_summary& l) {
-    return json{{"count", l.count},   {"p50", l.p50_ms}, {"p99", l.p99_ms},
-                {"p999", l.p999_ms},  {"max", l.max_ms}, {"mean", l.mean_ms}};
+    return json{{"count", l.count},  {"p50", l.p50_ms}, {"p99", l.p99_ms},
+                {"p999", l.p999_ms}, {"max", l.max_ms}, {"mean", l.mean_ms}};
 }
 
 json to_json(const step_result& s) {
@@ -102,6 +102,7 @@ json to_json(const step_result& s) {
     j["broker_cpu_s"] = s.broker_cpu_s ? json(*s.broker_cpu_s) : json(nullptr);
     j["cpu_s_per_million"] = s.cpu_s_per_million ? json(*s.cpu_s_per_million) : json(nullptr);
     j["broker_rss_kb"] = s.broker_rss_kb ? json(*s.broker_rss_kb) : json(nullptr);
+    j["load_average"] = s.load_average ? json(*s.load_average) : json(nullptr);
     if (!s.per_subscriber.empty()) {
         j["per_subscriber"] = s.per_subscriber;
     }
@@ -110,16 +111,16 @@ json to_json(const step_result& s) {
 
 void print_step_header(std::FILE* out) {
     std::fprintf(out, "%4s %-8s %11s %11s %12s %8s %6s %6s %8s %8s %8s %8s %9s %8s  %s\n", "step",
-                 "purpose", "offered/s", "sent/s", "delivered/s", "lost", "dup", "ooo",
-                 "p50 ms", "p99 ms", "p99.9 ms", "max ms", "ack p99", "cpu s/M", "verdict");
+                 "purpose", "offered/s", "sent/s", "delivered/s", "lost", "dup", "ooo", "p50 ms",
+                 "p99 ms", "p99.9 ms", "max ms", "ack p99", "cpu s/M", "verdict");
 }
 
 void print_step(std::FILE* out, const step_result& s) {
     const std::string offered = s.offered_rate > 0 ? grouped(s.offered_rate) : "max";
     const std::string cpu = s.cpu_s_per_million ? short_number(*s.cpu_s_per_million) : "-";
     const std::string ack = s.puback.count > 0 ? short_number(s.puback.p99_ms) : "-";
-    std::fprintf(out, "%4u %-8s %11s %11s %12s %8s %6s %6s %8s %8s %8s %8s %9s %8s  %s\n",
-                 s.step, s.purpose.c_str(), offered.c_str(), grouped(s.sent_rate).c_str(),
+    std::fprintf(out, "%4u %-8s %11s %11s %12s %8s %6s %6s %8s %8s %8s %8s %9s %8s  %s\n", s.step,
+                 s.purpose.c_str(), offered.c_str(), grouped(s.sent_rate).c_str(),
                  grouped(s.delivered_rate).c_str(), grouped(static_cast<double>(s.lost)).c_str(),
                  grouped(static_cast<double>(s.duplicates)).c_str(),
                  grouped(static_cast<double>(s.out_of_order)).c_str(),
@@ -175,7 +176,9 @@ json throughput_summary(const std::vector<step_result>& steps,
         sum["max_offered_rate"] = best->offered_rate;
         sum["max_sent_rate"] = best->sent_rate;
         sum["latency_at_max"] = to_json(best->e2e);
-        sum["puback_at_max"] = to_json(best->puback);
+        if (best->puback.count != 0) {
+            sum["puback_at_max"] = to_json(best->puback);
+        }
         sum["cpu_s_per_million"] =
             best->cpu_s_per_million ? json(*best->cpu_s_per_million) : json(nullptr);
     }
@@ -187,7 +190,9 @@ json throughput_summary(const std::vector<step_result>& steps,
         sum["moderate_rate"] = moderate->offered_rate;
         sum["moderate_delivered_rate"] = moderate->delivered_rate;
         sum["latency_at_moderate"] = to_json(moderate->e2e);
-        sum["puback_at_moderate"] = to_json(moderate->puback);
+        if (moderate->puback.count != 0) {
+            sum["puback_at_moderate"] = to_json(moderate->puback);
+        }
         sum["moderate_verdict"] = moderate->verdict;
         sum["cpu_s_per_million_at_moderate"] =
             moderate->cpu_s_per_million ? json(*moderate->cpu_s_per_million) : json(nullptr);
@@ -221,11 +226,13 @@ void print_throughput_summary(std::FILE* out, const json& sum) {
                      short_number(l["p999"].get<double>()).c_str(),
                      short_number(l["max"].get<double>()).c_str());
     } else {
-        std::fprintf(out, "highest sustained: none of the rates tried was delivered without loss\n");
+        std::fprintf(out,
+                     "highest sustained: none of the rates tried was delivered without loss\n");
     }
     if (sum.contains("moderate_rate")) {
         const auto& l = sum["latency_at_moderate"];
-        std::fprintf(out, "at the moderate rate %s msg/s in: p50 %s p99 %s p99.9 %s max %s ms (%s)\n",
+        std::fprintf(out,
+                     "at the moderate rate %s msg/s in: p50 %s p99 %s p99.9 %s max %s ms (%s)\n",
                      grouped(sum["moderate_rate"].get<double>()).c_str(),
                      short_number(l["p50"].get<double>()).c_str(),
                      short_number(l["p99"].get<double>()).c_str(),
@@ -280,12 +287,10 @@ const std::vector<metric_row>& rows_for(const std::string& kind) {
     };
     static const std::vector<metric_row> retained = {
         {"retained messages stored, msg/s", "/summary/retained_store_rate", true, true},
-        {"time to deliver all, s (slowest subscriber)", "/summary/time_to_deliver_s", false,
-         false},
+        {"time to deliver all, s (slowest subscriber)", "/summary/time_to_deliver_s", false, false},
         {"time to deliver all, s (median subscriber)", "/summary/time_to_deliver_p50_s", false,
          false},
-        {"retained delivery msg/s (all subscribers)", "/summary/retained_deliver_rate", true,
-         true},
+        {"retained delivery msg/s (all subscribers)", "/summary/retained_deliver_rate", true, true},
         {"retained messages lost", "/summary/lost", false, true},
         {"broker CPU s per 1M delivered", "/summary/cpu_s_per_million", false, false},
         {"broker peak RSS MB", "/summary/broker_peak_rss_mb", false, false},

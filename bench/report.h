@@ -15,16 +15,15 @@
 //
 // Concurrency: free functions, called from the main thread.
 
+#include "bench/histogram.h"
+#include "bench/proc_stats.h"
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
-
-#include "bench/histogram.h"
-#include "bench/proc_stats.h"
 
 namespace starling::bench {
 
@@ -70,6 +69,7 @@ struct step_result {
     double wall_s = 0;  // start to end of drain
     std::optional<double> cpu_s_per_million;
     std::optional<std::uint64_t> broker_rss_kb;
+    std::optional<double> load_average;                       // 1-minute, at the end of the step
     nlohmann::json per_subscriber = nlohmann::json::array();  // with --per-client
     std::string verdict;  // ok, loss, duplicates, errors, publishers-limited, lagging, latency
     bool sustained() const { return verdict == "ok"; }

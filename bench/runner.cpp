@@ -1,5 +1,9 @@
 #include "bench/runner.h"
 
+#include "mqtt/topic.h"
+
+#include "bench/payload.h"
+#include "bench/topic_pattern.h"
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,10 +16,6 @@
 #include <thread>
 #include <unordered_map>
 #include <utility>
-
-#include "bench/payload.h"
-#include "bench/topic_pattern.h"
-#include "mqtt/topic.h"
 
 namespace starling::bench {
 
@@ -79,8 +79,7 @@ bool runner::prepare() {
     boost::system::error_code ec;
     auto address = asio::ip::make_address(o_.host, ec);
     if (ec) {
-        std::fprintf(stderr, "starling-bench: --host must be an IP address: %s\n",
-                     o_.host.c_str());
+        std::fprintf(stderr, "starling-bench: --host must be an IP address: %s\n", o_.host.c_str());
         return false;
     }
     server_ = asio::ip::tcp::endpoint(address, o_.port);
@@ -99,8 +98,9 @@ bool runner::prepare() {
     run_id_text_ = hex;
     machine_ = read_machine_info();
     if (o_.broker_pid != 0 && !read_cpu_seconds(o_.broker_pid)) {
-        std::fprintf(stderr, "starling-bench: cannot read /proc/%d: broker CPU and memory will "
-                             "not be reported\n",
+        std::fprintf(stderr,
+                     "starling-bench: cannot read /proc/%d: broker CPU and memory will "
+                     "not be reported\n",
                      static_cast<int>(o_.broker_pid));
         o_.broker_pid = 0;
     }
@@ -109,8 +109,8 @@ bool runner::prepare() {
         workers_.back()->start();
     }
     note("%s against %s:%u%s%s (run %s, %u thread%s): %s\n", s_.name.c_str(), o_.host.c_str(),
-         o_.port, o_.label.empty() ? "" : " ", o_.label.c_str(), run_id_text_.c_str(),
-         o_.threads, o_.threads == 1 ? "" : "s", s_.description.c_str());
+         o_.port, o_.label.empty() ? "" : " ", o_.label.c_str(), run_id_text_.c_str(), o_.threads,
+         o_.threads == 1 ? "" : "s", s_.description.c_str());
     return true;
 }
 
@@ -312,8 +312,8 @@ bool runner::connect_all() {
         }
         std::fprintf(stderr, "starling-bench: %llu of %u clients connected (%llu failed)%s%s\n",
                      static_cast<unsigned long long>(p.connected), total_clients_,
-                     static_cast<unsigned long long>(p.connect_failed),
-                     why.empty() ? "" : ": ", why.empty() ? "" : why.front().c_str());
+                     static_cast<unsigned long long>(p.connect_failed), why.empty() ? "" : ": ",
+                     why.empty() ? "" : why.front().c_str());
         errors_.push_back("connect failures: " + std::to_string(p.connect_failed));
         return false;
     }
@@ -438,11 +438,15 @@ step_result runner::run_step(double total_rate, std::string purpose) {
         const std::uint64_t now = monotonic_ns();
         const double dt = ns_to_s(now - last_ns);
         if (!o_.quiet && dt > 0.5 && now < plan.end_ns) {
-            note("  step %u: %.0f s  sent %s/s  received %s/s  in flight %llu\n", r.step,
-                 ns_to_s(now - plan.start_ns),
-                 std::to_string(static_cast<long long>(static_cast<double>(p.sent - last.sent) / dt)).c_str(),
-                 std::to_string(static_cast<long long>(static_cast<double>(p.received - last.received) / dt)).c_str(),
-                 static_cast<unsigned long long>(p.inflight));
+            note(
+                "  step %u: %.0f s  sent %s/s  received %s/s  in flight %llu\n", r.step,
+                ns_to_s(now - plan.start_ns),
+                std::to_string(static_cast<long long>(static_cast<double>(p.sent - last.sent) / dt))
+                    .c_str(),
+                std::to_string(
+                    static_cast<long long>(static_cast<double>(p.received - last.received) / dt))
+                    .c_str(),
+                static_cast<unsigned long long>(p.inflight));
         }
         last = p;
         last_ns = now;
@@ -489,6 +493,7 @@ step_result runner::run_step(double total_rate, std::string purpose) {
     if (auto mem = broker_memory()) {
         r.broker_rss_kb = mem->rss_kb;
     }
+    r.load_average = read_load_average();
 
     // Collect.
     worker_counters c;
@@ -700,7 +705,7 @@ int runner::run_connections() {
     const double connect_s = ns_to_s(connected_at - start);
     summary["connect_time_s"] = connect_s;
     summary["connect_rate"] =
-        connect_s > 0 ? static_cast<double>(p.connected) / connect_s : json(nullptr);
+        connect_s > 0 ? json(static_cast<double>(p.connected) / connect_s) : json(nullptr);
     summary["connect_latency"] = to_json(summarize(connect));
     summary["disconnect_time_s"] = disconnect_s;
     if (mem0 && mem1) {
@@ -726,19 +731,22 @@ int runner::run_connections() {
     }
     if (!o_.quiet) {
         const auto l = summarize(connect);
-        note("connections: %llu connected, %llu failed, %.0f conn/s, connect p50 %.2f ms p99 "
-             "%.2f ms max %.2f ms\n",
-             static_cast<unsigned long long>(p.connected),
-             static_cast<unsigned long long>(p.connect_failed),
-             connect_s > 0 ? static_cast<double>(p.connected) / connect_s : 0.0, l.p50_ms,
-             l.p99_ms, l.max_ms);
-        if (summary.contains("bytes_per_connection") && !summary["bytes_per_connection"].is_null()) {
-            note("broker memory: %llu kB before, %llu kB with the connections: %.0f bytes per "
-                 "connection; peak RSS %.1f MB\n",
-                 static_cast<unsigned long long>(mem0->rss_kb),
-                 static_cast<unsigned long long>(mem1->rss_kb),
-                 summary["bytes_per_connection"].get<double>(),
-                 summary["broker_peak_rss_mb"].get<double>());
+        note(
+            "connections: %llu connected, %llu failed, %.0f conn/s, connect p50 %.2f ms p99 "
+            "%.2f ms max %.2f ms\n",
+            static_cast<unsigned long long>(p.connected),
+            static_cast<unsigned long long>(p.connect_failed),
+            connect_s > 0 ? static_cast<double>(p.connected) / connect_s : 0.0, l.p50_ms, l.p99_ms,
+            l.max_ms);
+        if (summary.contains("bytes_per_connection") &&
+            !summary["bytes_per_connection"].is_null()) {
+            note(
+                "broker memory: %llu kB before, %llu kB with the connections: %.0f bytes per "
+                "connection; peak RSS %.1f MB\n",
+                static_cast<unsigned long long>(mem0->rss_kb),
+                static_cast<unsigned long long>(mem1->rss_kb),
+                summary["bytes_per_connection"].get<double>(),
+                summary["broker_peak_rss_mb"].get<double>());
         }
     }
     finish({}, summary);
@@ -759,8 +767,7 @@ int runner::run_retained() {
     }
     // 1. Store: every publisher sends its share of retained messages, each to its own topic,
     // as fast as its window allows.
-    const std::uint64_t per_publisher =
-        (s_.retained_count + s_.publishers - 1) / s_.publishers;
+    const std::uint64_t per_publisher = (s_.retained_count + s_.publishers - 1) / s_.publishers;
     step_plan plan;
     plan.run_id = run_id_;
     plan.step = ++step_;
@@ -878,7 +885,7 @@ int runner::run_retained() {
         summary["time_to_deliver_p50_s"] = times[(times.size() - 1) / 2];
         const double span = ns_to_s(last_complete - subscribe_at);
         summary["retained_deliver_rate"] =
-            span > 0 ? static_cast<double>(delivered) / span : json(nullptr);
+            span > 0 ? json(static_cast<double>(delivered) / span) : json(nullptr);
     }
     summary["delivered"] = delivered;
     summary["lost"] = lost;

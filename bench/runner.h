@@ -21,21 +21,19 @@
 // Lifecycle: construct, run() once. Owns its workers; everything here runs on the thread that
 // called run().
 
+#include "bench/options.h"
+#include "bench/proc_stats.h"
+#include "bench/report.h"
+#include "bench/worker.h"
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
-
-#include "bench/options.h"
-#include "bench/proc_stats.h"
-#include "bench/report.h"
-#include "bench/worker.h"
 
 namespace starling::bench {
 

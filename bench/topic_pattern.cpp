@@ -68,10 +68,10 @@ void append_number(std::string& out, std::uint64_t value) {
 
 void topic_pattern::expand_into(const topic_vars& vars, std::string& out) const {
     const std::uint64_t group_size = vars.group_size == 0 ? 1 : vars.group_size;
-    for (const auto& piece : pieces_) {
-        switch (piece.kind) {
+    for (const auto& p : pieces_) {
+        switch (p.kind) {
             case piece_kind::literal:
-                out += piece.literal;
+                out += p.literal;
                 break;
             case piece_kind::index:
                 append_number(out, vars.index);
@@ -99,8 +99,8 @@ std::string topic_pattern::expand(const topic_vars& vars) const {
 }
 
 bool topic_pattern::is_constant() const noexcept {
-    for (const auto& piece : pieces_) {
-        if (piece.kind != piece_kind::literal && piece.kind != piece_kind::run_id) {
+    for (const auto& p : pieces_) {
+        if (p.kind != piece_kind::literal && p.kind != piece_kind::run_id) {
             return false;
         }
     }

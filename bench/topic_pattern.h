@@ -17,12 +17,12 @@
 // Lifecycle and concurrency: an immutable value after parse(); expand() is const and
 // thread-safe.
 
+#include "base/result.h"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "base/result.h"
 
 namespace starling::bench {
 

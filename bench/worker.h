@@ -20,6 +20,9 @@
 // Lifecycle: construct → start() (thread runs) → calls → stop() (closes every client, stops
 // the io_context, joins). Clients are destroyed before the io_context, as Asio requires.
 
+#include "bench/client.h"
+#include "bench/histogram.h"
+#include "bench/sequence_tracker.h"
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -36,22 +39,18 @@
 #include <unordered_map>
 #include <vector>
 
-#include "bench/client.h"
-#include "bench/histogram.h"
-#include "bench/sequence_tracker.h"
-
 namespace starling::bench {
 
 // What one step (a period of publishing at one rate) tells the workers.
 struct step_plan {
     std::uint32_t run_id = 0;
     std::uint32_t step = 0;
-    std::uint64_t start_ns = 0;    // publishers begin (each after its phase offset)
-    std::uint64_t measure_ns = 0;  // end of warm-up: rates and latencies count from here
-    std::uint64_t end_ns = 0;      // publishers stop
-    double rate_per_publisher = 0;              // msg/s; 0 = as fast as possible
-    std::uint64_t messages_per_publisher = 0;   // 0 = until end_ns
-    std::size_t payload_size = 64;  // at least header_size
+    std::uint64_t start_ns = 0;     // publishers begin (each after its phase offset)
+    std::uint64_t measure_ns = 0;   // end of warm-up: rates and latencies count from here
+    std::uint64_t end_ns = 0;       // publishers stop
+    double rate_per_publisher = 0;  // msg/s; 0 = as fast as possible
+    std::uint64_t messages_per_publisher = 0;  // 0 = until end_ns
+    std::size_t payload_size = 64;             // at least header_size
     bool retain = false;
     bool topic_per_message = false;  // publish message k to "<topic>/<k>"
     // false for a standalone subscriber: accept any run and step, and start each stream at

@@ -108,7 +108,6 @@ void daemon::start() {
     auto& p = *parts_;
     const auto& data_dir = cfg_.starling.data_dir;
     std::filesystem::create_directories(data_dir);
-    std::filesystem::remove(data_dir / "listeners.json");
 
     if (cfg_.starling.mode == config::run_mode::cluster) {
         throw std::runtime_error(
@@ -130,6 +129,9 @@ void daemon::start() {
                                  log.error().message());
     }
     p.log = std::move(log.value());
+    // Only now that this process holds the data directory (the log locks it) may it replace a
+    // previous run's listeners file; a second instance on the same directory fails above.
+    std::filesystem::remove(data_dir / "listeners.json");
 
     adapters::embedded::embedded_device_inbox::options inbox_opts;
     inbox_opts.data_dir = data_dir;

@@ -24,7 +24,7 @@ broker_core::broker_core(settings cfg, message_log& log, device_inbox& inbox,
 
 std::shared_ptr<client_actor> broker_core::actor_for(const std::string& client_id) {
     return sessions_.get_or_create_actor(client_id, [this](const std::string& id) {
-        return std::make_shared<client_actor>(*this, id);
+        return client_actor::create(*this, id);
     });
 }
 

