@@ -4,11 +4,12 @@
 #   2. debug build with ASan + UBSan: unit, contract and fuzz-corpus-replay tests (ctest)
 #   3. TSan build: the concurrency tests (ctest label "concurrency")
 #   4. clang + libFuzzer build: each fuzz target runs for a bounded time
-#   5. integration tests: the real starlingd (ASan build) driven by paho-mqtt and mosquitto clients
+#   5. deployment files validated without a container engine (scripts/validate-deploy.sh)
+#   6. integration tests: the real starlingd (ASan build) driven by paho-mqtt and mosquitto clients
 # Ends with one line "N passed, M failed, K skipped" summing every runner.
 #
 # Environment: STARLING_FUZZ_SECONDS (default 30 per target), STARLING_SKIP_TSAN=1,
-# STARLING_SKIP_FUZZ=1 to shorten local runs.
+# STARLING_SKIP_FUZZ=1, STARLING_SKIP_DEPLOY=1 to shorten local runs.
 set -uo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -54,6 +55,11 @@ if [[ "${STARLING_SKIP_FUZZ:-0}" != 1 ]]; then
     if bash scripts/fuzz.sh "${STARLING_FUZZ_SECONDS:-30}" "$results"; then :; else
         failed_steps+=("fuzz")
     fi
+fi
+
+step "deployment files (Dockerfile, Compose, Kubernetes manifests, Helm chart)"
+if [[ "${STARLING_SKIP_DEPLOY:-0}" != 1 ]]; then
+    timeout 900 bash scripts/validate-deploy.sh --install || failed_steps+=("validate-deploy")
 fi
 
 step "integration tests (real starlingd, paho-mqtt, mosquitto clients)"
