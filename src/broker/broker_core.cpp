@@ -23,9 +23,8 @@ broker_core::broker_core(settings cfg, message_log& log, device_inbox& inbox,
       topics_(cfg_.topic_prefix) {}
 
 std::shared_ptr<client_actor> broker_core::actor_for(const std::string& client_id) {
-    return sessions_.get_or_create_actor(client_id, [this](const std::string& id) {
-        return client_actor::create(*this, id);
-    });
+    return sessions_.get_or_create_actor(
+        client_id, [this](const std::string& id) { return client_actor::create(*this, id); });
 }
 
 namespace {
