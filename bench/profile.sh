@@ -10,8 +10,8 @@
 #   profile.txt   the run's numbers, time per thread, the top symbols (self time), and the
 #                 inclusive time of the stages of the delivery path
 #   perf.data     for your own `perf report -i`
-# callgrind: runs starlingd under valgrind (about 50x slower: use a low --rate), writes
-#   callgrind.out and callgrind.txt (callgrind_annotate).
+# callgrind: runs starlingd under valgrind (about 50x slower: use a low --rate), collects for
+#   --seconds once the load runs, writes callgrind.out and callgrind.txt (callgrind_annotate).
 #
 # Use a release build (RelWithDebInfo) so symbols resolve: the default is build/release.
 
@@ -58,7 +58,9 @@ trap cleanup EXIT
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 PREFIX=()
-[[ $TOOL == callgrind ]] && PREFIX=(valgrind --tool=callgrind --callgrind-out-file="$OUT/callgrind.out")
+# Callgrind collects only while the load runs (switched on below), not during start-up.
+[[ $TOOL == callgrind ]] &&
+    PREFIX=(valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/callgrind.out")
 STARLING_DATA_DIR=$WORK/data LISTENER_TCP_BIND_ADDRESS=127.0.0.1 LISTENER_TCP_BIND_PORT=0 \
     HTTP_BIND_ADDRESS=127.0.0.1 HTTP_BIND_PORT=0 STARLING_LOG_LEVEL=warn \
     "${PREFIX[@]}" "$STARLINGD" --config "$ROOT/config/starling.yml" >"$WORK/starlingd.log" 2>&1 &
@@ -82,11 +84,19 @@ if [[ $TOOL == perf ]]; then
     perf record -F 499 --call-graph dwarf,16384 -p "$PID" -o "$OUT/perf.data" \
         -- sleep "$SECONDS_" >/dev/null 2>&1
 fi
+if [[ $TOOL == callgrind ]]; then
+    sleep 5
+    callgrind_control -i on "$PID" >/dev/null 2>&1 || true
+    sleep "$SECONDS_"
+    callgrind_control -i off "$PID" >/dev/null 2>&1 || true
+fi
 wait "$BENCH_PID" || true
 kill -TERM "$PID"
 wait "$PID" || true
 PID=""
 
+# `head` closes the pipes below early; that is not a failure.
+set +o pipefail
 {
     echo "# starlingd profile: scenario $SCENARIO at $RATE msg/s in ($TOOL), $(date -Iseconds)"
     echo "# machine: $(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), load $(cut -d' ' -f1-3 /proc/loadavg)"

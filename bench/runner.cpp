@@ -650,8 +650,27 @@ int runner::run_throughput() {
     }
     const auto mem = broker_memory();
     auto summary = throughput_summary(steps, mem ? std::optional(mem->peak_kb) : std::nullopt);
-    if (!o_.quiet) {
+    if (!o_.quiet && o_.mode == bench_mode::scenario) {
         print_throughput_summary(stdout, summary);
+    } else if (!o_.quiet && !steps.empty()) {
+        const auto& s = steps.back();
+        if (o_.mode == bench_mode::pub) {
+            note("published %.0f msg/s (offered %.0f)", s.sent_rate, s.offered_rate);
+            if (s.puback.count != 0) {
+                note("; PUBACK p50 %.3f p99 %.3f p99.9 %.3f max %.3f ms", s.puback.p50_ms,
+                     s.puback.p99_ms, s.puback.p999_ms, s.puback.max_ms);
+            }
+            note("\n");
+        } else {
+            note(
+                "received %.0f msg/s; lost %llu (gaps only: the publishers' totals are unknown "
+                "here), duplicates %llu, out of order %llu; latency p50 %.3f p99 %.3f p99.9 "
+                "%.3f max %.3f ms\n",
+                s.delivered_rate, static_cast<unsigned long long>(s.lost),
+                static_cast<unsigned long long>(s.duplicates),
+                static_cast<unsigned long long>(s.out_of_order), s.e2e.p50_ms, s.e2e.p99_ms,
+                s.e2e.p999_ms, s.e2e.max_ms);
+        }
     }
     disconnect_all();
     finish(steps, summary);

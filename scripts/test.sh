@@ -4,7 +4,8 @@
 #   2. debug build with ASan + UBSan: unit, contract and fuzz-corpus-replay tests (ctest)
 #   3. TSan build: the concurrency tests (ctest label "concurrency")
 #   4. clang + libFuzzer build: each fuzz target runs for a bounded time
-#   5. deployment files validated without a container engine (scripts/validate-deploy.sh)
+#   5. a few seconds of benchmark smoke (bench/run.sh --smoke) so the load generator keeps working
+#   5b. deployment files validated without a container engine (scripts/validate-deploy.sh)
 #   6. integration tests: the real starlingd (ASan build) driven by paho-mqtt and mosquitto clients
 # Ends with one line "N passed, M failed, K skipped" summing every runner.
 #
@@ -55,6 +56,15 @@ if [[ "${STARLING_SKIP_FUZZ:-0}" != 1 ]]; then
     if bash scripts/fuzz.sh "${STARLING_FUZZ_SECONDS:-30}" "$results"; then :; else
         failed_steps+=("fuzz")
     fi
+fi
+
+step "benchmark smoke run (starling-bench against the debug starlingd)"
+if [[ -x build/debug/bench/starling-bench && -x build/debug/src/app/starlingd ]]; then
+    ASAN_OPTIONS="detect_leaks=0" timeout 300 bash bench/run.sh --smoke --build-dir build/debug \
+        --no-build || failed_steps+=("bench-smoke")
+else
+    echo "starling-bench or starlingd was not built"
+    failed_steps+=("bench-smoke")
 fi
 
 step "deployment files (Dockerfile, Compose, Kubernetes manifests, Helm chart)"

@@ -667,13 +667,13 @@ void client_actor::on_deliver(delivery&& d) {
     deliver_now(std::move(d));
 }
 
-void client_actor::deliver_now(delivery&& d) {
+void client_actor::deliver_now(delivery&& d, bool bounded) {
     if (d.qos == mqtt::qos::at_most_once) {
         send_publish(d, 0, false);
         return;
     }
     if (inflight_.size() >= window()) {
-        if (queued_.size() >= core_.cfg().outbound_queue_limit) {
+        if (bounded && queued_.size() >= core_.cfg().outbound_queue_limit) {
             core_.probe().message_dropped(metrics::drop_reason::queue_trim);
             return;
         }
@@ -956,7 +956,9 @@ void client_actor::deliver_retained(const stored_subscription& sub) {
             d.subscription_ids.push_back(*sub.subscription_id);
         }
         d.msg = std::move(msg);
-        deliver_now(std::move(d));
+        // Not bounded by outbound_queue_limit: the retained set is already in memory (the
+        // queue holds pointers to it) and every matching message was asked for.
+        deliver_now(std::move(d), /*bounded=*/false);
     }
 }
 

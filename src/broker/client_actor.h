@@ -170,7 +170,8 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     void on_shutdown(client_msg::shutdown&& m);
 
     // Outbound.
-    void deliver_now(delivery&& d);
+    // bounded: drop (counted) instead of queueing past outbound_queue_limit.
+    void deliver_now(delivery&& d, bool bounded = true);
     std::uint16_t next_packet_id();
     std::size_t window() const;
     void send_publish(const delivery& d, std::uint16_t packet_id, bool dup);

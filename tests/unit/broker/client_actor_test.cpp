@@ -17,6 +17,7 @@
 #include <deque>
 #include <future>
 #include <mutex>
+#include <set>
 
 namespace starling::broker {
 namespace {
@@ -120,6 +121,8 @@ class broker_fixture : public ::testing::Test {
         s.msg_persisted_consumers = 1;
         s.poll_interval = 20ms;
         s.named_actor_grace = named_actor_grace_;
+        s.max_in_flight = max_in_flight_;
+        s.outbound_queue_limit = outbound_queue_limit_;
         node_ = std::make_unique<node>(s, *log_, *inbox_, *metadata_, metrics_, 2);
         node_->start();
     }
@@ -188,6 +191,8 @@ class broker_fixture : public ::testing::Test {
     std::unique_ptr<node> node_;
     std::uint64_t next_channel_id_ = 0;
     std::chrono::seconds named_actor_grace_{60};
+    std::uint16_t max_in_flight_ = 1000;
+    std::size_t outbound_queue_limit_ = 10000;
 
     // Runs a no-op through the client's mailbox and waits for it: everything told before it
     // (on either lane) has been handled when this returns.
@@ -362,6 +367,40 @@ TEST_F(broker_fixture_no_grace, actor_leaves_the_registry_when_its_session_ends)
     ASSERT_TRUE(ch->wait_closed());
     sync_with(actor);
     EXPECT_EQ(node_->core().sessions().find_actor("brief"), nullptr);
+}
+
+class broker_fixture_small_window : public broker_fixture {
+  protected:
+    void SetUp() override {
+        max_in_flight_ = 5;
+        outbound_queue_limit_ = 10;
+        broker_fixture::SetUp();
+    }
+};
+
+TEST_F(broker_fixture_small_window, every_retained_message_is_delivered_past_the_queue_limit) {
+    auto pub = connect("pub", true);
+    constexpr int count = 60;  // far more than window (5) + outbound queue limit (10)
+    for (int i = 0; i < count; ++i) {
+        send("pub", *pub,
+             mqtt::publish{.topic = "r/" + std::to_string(i),
+                           .payload = std::to_string(i),
+                           .qos = mqtt::qos::at_least_once,
+                           .retain = true,
+                           .packet_id = static_cast<std::uint16_t>(i + 1),
+                           .properties = {}});
+        pub->expect<mqtt::puback>();  // one at a time: the server's Receive Maximum is 5
+    }
+    auto sub = connect("sub", true);
+    subscribe("sub", *sub, "r/#", mqtt::qos::at_least_once);
+    std::set<std::string> seen;
+    for (int i = 0; i < count; ++i) {
+        auto msg = sub->expect<mqtt::publish>();
+        EXPECT_TRUE(msg.retain);
+        seen.insert(msg.payload);
+        send("sub", *sub, mqtt::puback{msg.packet_id, mqtt::reason_code::success, {}});
+    }
+    EXPECT_EQ(seen.size(), static_cast<std::size_t>(count));
 }
 
 }  // namespace
