@@ -1,5 +1,6 @@
 #include "broker/persisted_consumer.h"
 
+#include "broker/batch_offsets.h"
 #include "broker/broker_core.h"
 #include "broker/client_actor.h"
 
@@ -69,13 +70,7 @@ void persisted_consumer::run(std::size_t index, log_consumer* consumer) {
             continue;
         }
         if (!write_batch(records)) {
-            std::map<topic_partition, std::int64_t> first;
-            for (const auto& rec : records) {
-                first.try_emplace(topic_partition{rec.topic, rec.partition}, rec.offset);
-            }
-            for (const auto& [tp, offset] : first) {
-                (void)consumer->seek(tp, offset);
-            }
+            rewind_batch(*consumer, records);
             spdlog::warn("msg.persisted consumer {}: inbox write failed, retrying in {} ms", index,
                          backoff.count());
             std::this_thread::sleep_for(backoff);  // retry backoff while the store is down
@@ -83,12 +78,7 @@ void persisted_consumer::run(std::size_t index, log_consumer* consumer) {
             continue;
         }
         backoff = std::chrono::milliseconds(100);
-        std::map<topic_partition, std::int64_t> next;
-        for (const auto& rec : records) {
-            next[topic_partition{rec.topic, rec.partition}] = rec.offset + 1;
-        }
-        std::vector<std::pair<topic_partition, std::int64_t>> commits(next.begin(), next.end());
-        if (auto st = consumer->commit(commits); !st) {
+        if (auto st = commit_batch(*consumer, records); !st) {
             spdlog::warn("msg.persisted consumer {}: commit failed: {}", index,
                          st.error().message());
         }

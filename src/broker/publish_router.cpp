@@ -1,5 +1,6 @@
 #include "broker/publish_router.h"
 
+#include "broker/batch_offsets.h"
 #include "broker/broker_core.h"
 #include "broker/client_actor.h"
 #include "routing/subscription_trie.h"
@@ -107,9 +108,7 @@ void publish_router::run(std::size_t index, log_consumer* consumer) {
             continue;
         }
         batch b;
-        std::map<topic_partition, std::int64_t> next_offsets;
         for (auto& rec : records) {
-            next_offsets[topic_partition{rec.topic, rec.partition}] = rec.offset + 1;
             auto parsed = parse_message(rec.value);
             if (!parsed) {
                 spdlog::error("msg.all: unreadable record {}/{}@{}", rec.topic, rec.partition,
@@ -125,19 +124,11 @@ void publish_router::run(std::size_t index, log_consumer* consumer) {
             // (a storage failure). Re-read the batch rather than lose them.
             spdlog::error("msg.all consumer {}: {} persisted copies failed; re-reading batch",
                           index, b.failed);
-            std::map<topic_partition, std::int64_t> first;
-            for (const auto& rec : records) {
-                first.try_emplace(topic_partition{rec.topic, rec.partition}, rec.offset);
-            }
-            for (const auto& [tp, offset] : first) {
-                (void)consumer->seek(tp, offset);
-            }
+            rewind_batch(*consumer, records);
             std::this_thread::sleep_for(std::chrono::milliseconds(200));  // retry backoff
             continue;
         }
-        std::vector<std::pair<topic_partition, std::int64_t>> commits(next_offsets.begin(),
-                                                                      next_offsets.end());
-        if (auto st = consumer->commit(commits); !st) {
+        if (auto st = commit_batch(*consumer, records); !st) {
             spdlog::warn("msg.all consumer {}: commit failed: {}", index, st.error().message());
         }
         probe_.messages_routed(records.size());
