@@ -786,12 +786,22 @@ void client_actor::pump_inbox() {
 void client_actor::on_inbox_read(std::uint64_t channel_id, result<std::vector<inbox_message>> r) {
     inbox_reading_ = false;
     if (!conn_ || conn_->id != channel_id) {
+        // Read for an earlier connection. The current one (if any) skipped its own read while
+        // this was in flight, so it reads now; nothing else would wake it if the inbox is quiet.
         inbox_dirty_ = true;
+        pump_inbox();
         return;
     }
     if (!r) {
-        spdlog::warn("client {}: inbox read failed: {}", client_id_, r.error().message());
+        spdlog::warn("client {}: inbox read failed, retrying in 1 s: {}", client_id_,
+                     r.error().message());
         inbox_dirty_ = true;
+        std::weak_ptr<client_actor> weak = weak_from_this();
+        core_.timers().schedule_at(core_.clock().steady_now() + std::chrono::seconds(1), [weak] {
+            if (auto self = weak.lock()) {
+                self->post([](client_actor& a) { a.pump_inbox(); });
+            }
+        });
         return;
     }
     const std::int64_t now = core_.now_ms();
@@ -1327,8 +1337,10 @@ void client_actor::write_session_record(bool connected, std::function<void(statu
 void client_actor::restore_offline_session(std::uint32_t session_expiry_interval,
                                            std::int64_t disconnected_at_ms,
                                            std::vector<stored_subscription> subscriptions,
-                                           bool was_connected_at_crash) {
-    post([=, subs = std::move(subscriptions)](client_actor& a) mutable {
+                                           bool was_connected_at_crash,
+                                           std::function<void()> restored) {
+    post([=, subs = std::move(subscriptions),
+          restored = std::move(restored)](client_actor& a) mutable {
         a.persistent_ = true;
         a.session_exists_ = true;
         a.session_expiry_ = session_expiry_interval;
@@ -1349,6 +1361,9 @@ void client_actor::restore_offline_session(std::uint32_t session_expiry_interval
             a.subscriptions_.insert_or_assign(std::move(key), std::move(sub));
         }
         a.arm_session_expiry(disconnected_at_ms);
+        if (restored) {
+            restored();
+        }
     });
 }
 

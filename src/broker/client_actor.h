@@ -129,10 +129,13 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     std::size_t mailbox_depth() const;
 
     // Start-up: a persistent session found in client.session, offline since `disconnected_at_ms`.
+    // `restored` runs inside the actor once its subscriptions are in the trie; the node waits
+    // for every restore before its consumers route anything, or a message published before the
+    // restart would find no subscriber and be committed as delivered.
     void restore_offline_session(std::uint32_t session_expiry_interval,
                                  std::int64_t disconnected_at_ms,
                                  std::vector<stored_subscription> subscriptions,
-                                 bool was_connected_at_crash);
+                                 bool was_connected_at_crash, std::function<void()> restored);
 
   private:
     struct connection_state;

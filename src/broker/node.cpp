@@ -1,13 +1,12 @@
 #include "broker/node.h"
 
 #include "broker/client_actor.h"
+#include "base/countdown.h"
 #include "broker/state_loader.h"
 
 #include "proto/starling.pb.h"
 #include <spdlog/spdlog.h>
 
-#include <condition_variable>
-#include <mutex>
 #include <stdexcept>
 
 namespace starling::broker {
@@ -79,6 +78,7 @@ status node::load_state() {
     }
     const std::int64_t now = core.now_ms();
     std::size_t restored = 0;
+    auto restores = std::make_shared<countdown>();
     for (auto& [client_id, value] : sessions.value()) {
         proto::client_session s;
         if (!s.ParseFromString(value) || !s.persistent()) {
@@ -120,9 +120,14 @@ status node::load_state() {
                            .disconnected_at_ms = disconnected_at,
                            .node_id = core.cfg().node_id});
         auto actor = core.actor_for(client_id);
+        restores->add();
         actor->restore_offline_session(s.session_expiry_interval(), disconnected_at,
-                                       std::move(subs), was_connected);
+                                       std::move(subs), was_connected,
+                                       [restores] { restores->done(); });
         ++restored;
+    }
+    if (!restores->wait_until(std::chrono::steady_clock::now() + timeout)) {
+        return std::make_error_code(std::errc::timed_out);
     }
     // Subscription sets without a session are leftovers of sessions that ended.
     for (auto& [client_id, value] : subscriptions.value()) {
@@ -171,33 +176,15 @@ void node::stop(std::chrono::milliseconds timeout) {
     // Every actor closes its connection (DISCONNECT 0x8B to v5 clients) and writes its session.
     // The countdown is shared with the actors: one that finishes after the deadline must not
     // touch this stack frame.
-    struct countdown {
-        std::mutex mutex;
-        std::condition_variable cv;
-        std::size_t outstanding = 0;
-    };
     auto pending = std::make_shared<countdown>();
     core_->sessions().for_each_actor([&](const std::shared_ptr<client_actor>& a) {
-        {
-            std::lock_guard lock(pending->mutex);
-            ++pending->outstanding;
-        }
-        bool told = a->tell_control(client_msg::shutdown{[pending] {
-            std::lock_guard lock(pending->mutex);
-            if (--pending->outstanding == 0) {
-                pending->cv.notify_all();
-            }
-        }});
-        if (!told) {
-            std::lock_guard lock(pending->mutex);
-            --pending->outstanding;
+        pending->add();
+        if (!a->tell_control(client_msg::shutdown{[pending] { pending->done(); }})) {
+            pending->done();
         }
     });
-    {
-        std::unique_lock lock(pending->mutex);
-        if (!pending->cv.wait_until(lock, deadline, [&] { return pending->outstanding == 0; })) {
-            spdlog::warn("shutdown: {} actors did not finish in time", pending->outstanding);
-        }
+    if (!pending->wait_until(deadline)) {
+        spdlog::warn("shutdown: {} actors did not finish in time", pending->outstanding());
     }
     // Session records and last acknowledgements reach the log before consumers stop.
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(

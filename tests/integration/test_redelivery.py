@@ -89,18 +89,26 @@ def test_messages_queued_while_offline_are_delivered(
 
     sub = _reconnect(module_broker, raw_client, protocol, cid)
     got = []
-    for _ in range(20):
+    qos0_seen = False
+    # The QoS 0 message may or may not have been queued [MQTT-3.1.2-5 allows either], and if
+    # the router reaches it after the reconnect it goes out live, possibly ahead of the queued
+    # QoS 1 ones: ordering is only promised per topic and QoS [MQTT-4.6.0-6].
+    while len(got) < 20:
         msg = sub.expect_publish()
+        if msg.qos == 0:
+            assert msg.payload == b"qos0 while offline" and not qos0_seen
+            qos0_seen = True
+            continue
         assert msg.qos == 1 and not msg.dup, "first delivery of a queued message has DUP=0"
         got.append(int(msg.payload))
         sub.ack(msg)
     assert got == list(range(20)), "queued messages keep publish order"
-    # The QoS 0 message may or may not have been queued [MQTT-3.1.2-5 allows either].
-    try:
-        extra = sub.recv(0.3)
-        assert extra.type == codec.PUBLISH and extra.payload == b"qos0 while offline"
-    except TimeoutError:
-        pass
+    if not qos0_seen:
+        try:
+            extra = sub.recv(0.3)
+            assert extra.type == codec.PUBLISH and extra.payload == b"qos0 while offline"
+        except TimeoutError:
+            pass
 
 
 def test_non_persistent_session_does_not_queue(

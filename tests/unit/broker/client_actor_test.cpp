@@ -9,6 +9,7 @@
 #include "broker/node.h"
 #include "metrics/registry.h"
 #include "mqtt/decoder.h"
+#include "routing/subscription_trie.h"
 
 #include "support/temp_dir.h"
 #include <gtest/gtest.h>
@@ -308,6 +309,27 @@ TEST_F(broker_fixture, persistent_session_survives_restart) {
     auto msg = again->expect<mqtt::publish>();
     EXPECT_EQ(msg.payload, "kept");
     EXPECT_EQ(msg.qos, mqtt::qos::at_least_once);
+}
+
+// The consumers must not route before restored sessions are subscribed again: a message
+// published before the restart and not yet routed would otherwise match nobody and be committed.
+TEST_F(broker_fixture, restored_subscriptions_are_in_the_trie_when_start_returns) {
+    // Enough sessions that the restores are still queued at the actors if start() did not wait.
+    constexpr int sessions = 200;
+    for (int i = 0; i < sessions; ++i) {
+        const auto id = "dev-" + std::to_string(i);
+        auto sub = connect(id, false, mqtt::protocol_version::v3_1_1);
+        subscribe(id, *sub, "restored/#", mqtt::qos::at_least_once);
+        send(id, *sub, mqtt::disconnect{});
+        ASSERT_TRUE(sub->wait_closed());
+    }
+    close();
+    open();
+    routing::rcu_reader_registration reader;
+    std::size_t matched = 0;
+    node_->core().trie().match("restored/x",
+                               [&](std::string_view, const routing::subscription&) { ++matched; });
+    EXPECT_EQ(matched, sessions);
 }
 
 TEST_F(broker_fixture, takeover_sends_session_taken_over_to_the_old_connection) {
