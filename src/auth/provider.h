@@ -1,0 +1,72 @@
+#pragma once
+
+// The authentication-provider seam shared by every provider (MQTT_BASIC, X_509, JWT, HTTP).
+// The authenticator (authenticator.h) asks its providers in the configured order; the first
+// definitive answer (allow or deny) wins, `not_applicable` passes to the next one.
+//
+// Concurrency: authenticate() may be called from any thread (usually an I/O thread) and must
+// return at once; blocking work (bcrypt, HTTP, database) runs elsewhere. `done` is called
+// exactly once, on any thread, and must not block.
+
+#include "starling/metadata_store.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace starling::auth {
+
+// The client's TLS identity as the listener saw it.
+struct peer_certificate {
+    std::vector<std::string> der_chain;  // leaf first, DER bytes
+    std::string subject_cn;              // CN of the leaf
+    bool verified_by_listener = false;   // chain verified against the listener's trust store
+};
+
+struct auth_request {
+    std::string client_id;
+    std::optional<std::string> username;
+    std::optional<std::string> password;  // raw bytes of the CONNECT password
+    std::string remote_address;           // "ip:port", after any PROXY protocol header
+    bool tls = false;
+    std::optional<peer_certificate> certificate;
+};
+
+// Per-credential topic rules (TBMQ's authRules: pubAuthRulePatterns / subAuthRulePatterns).
+// A topic (or topic filter) is allowed when one pattern matches it whole (std::regex_match).
+struct topic_rules {
+    std::vector<std::regex> publish;
+    std::vector<std::regex> subscribe;
+    bool allow_all = false;  // anonymous access / providers without rules
+
+    bool may_publish(std::string_view topic) const;
+    bool may_subscribe(std::string_view topic_filter) const;
+    static std::shared_ptr<const topic_rules> everything();
+};
+
+enum class verdict : std::uint8_t { allow, deny, not_applicable };
+
+struct auth_result {
+    verdict outcome = verdict::not_applicable;
+    client_type type = client_type::device;
+    std::shared_ptr<const topic_rules> rules;  // set when outcome == allow
+    std::string reason;                         // for logs and the unauthorized-client log
+    // deny only: true when the credentials were wrong (v5 0x86 / v3 0x04), false when the
+    // client is simply not authorized (v5 0x87 / v3 0x05).
+    bool bad_credentials = true;
+};
+
+class auth_provider {
+  public:
+    virtual ~auth_provider() = default;
+    virtual std::string_view name() const = 0;  // "MQTT_BASIC", "X_509", "JWT", "HTTP"
+    virtual void authenticate(const auth_request& request,
+                              std::function<void(auth_result)> done) = 0;
+};
+
+}  // namespace starling::auth
