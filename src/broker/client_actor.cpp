@@ -161,6 +161,20 @@ void client_actor::on_connect(client_msg::connect&& m) {
         }
         return;
     }
+    // A CONNECT travels on the control lane, the previous connection's packets on the normal
+    // one. When that connection already ended its input (a DISCONNECT, possibly changing the
+    // session expiry, or EOF) those last packets must be handled first, as the client sent
+    // them first: queue the CONNECT behind them. Bounded, in case the old connection's
+    // packets wait in its backlog rather than in the mailbox.
+    constexpr std::uint16_t max_connect_deferrals = 64;
+    if (conn_ && conn_->channel->input_ended() && m.deferrals < max_connect_deferrals) {
+        ++m.deferrals;
+        client_message deferred = std::move(m);
+        if (mailbox_->tell(std::move(deferred))) {
+            return;
+        }
+        m = std::move(std::get<client_msg::connect>(deferred));  // mailbox full: take over now
+    }
     const mqtt::connect& p = m.packet;
     const bool v5 = p.protocol_version == mqtt::protocol_version::v5;
 

@@ -65,6 +65,8 @@ struct connect {
     mqtt::connect packet;
     bool id_assigned = false;   // v5: the server assigned the id (sent back in CONNACK)
     bool id_generated = false;  // the server generated the id (v5 or 3.1.1 empty id)
+    // How often the actor put this CONNECT back behind the previous connection's last packets.
+    std::uint16_t deferrals = 0;
 };
 // Any later packet of a connection.
 struct packet {

@@ -28,6 +28,9 @@ class client_channel {
     virtual bool reading_paused() const = 0;
     virtual const std::string& remote_address() const = 0;
     virtual std::uint64_t id() const = 0;
+    // True once the client sent DISCONNECT or closed its side: everything it will ever send
+    // is already on its way to the actor (see client_actor::on_connect).
+    virtual bool input_ended() const { return false; }
 };
 
 }  // namespace starling::broker

@@ -82,7 +82,11 @@ void mqtt_connection::on_bytes(std::span<const std::uint8_t> bytes) {
             }
             continue;
         }
+        const bool is_disconnect = std::holds_alternative<mqtt::disconnect>(packet);
         forward(client_msg::packet{id_, std::move(packet)});
+        if (is_disconnect) {
+            input_ended_.store(true, std::memory_order_release);
+        }
     }
     decoder_.shrink();
 }
@@ -200,6 +204,7 @@ void mqtt_connection::on_closed(std::error_code ec) {
         forward(client_msg::closed{.channel_id = id_,
                                    .reason = ec ? ec.message() : "connection closed by peer",
                                    .protocol_error = std::nullopt});
+        input_ended_.store(true, std::memory_order_release);
     }
 }
 

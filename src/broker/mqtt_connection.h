@@ -50,6 +50,7 @@ class mqtt_connection final : public net::connection_handler,
     bool reading_paused() const override { return paused_flag_.load(std::memory_order_acquire); }
     const std::string& remote_address() const override { return remote_address_; }
     std::uint64_t id() const override { return id_; }
+    bool input_ended() const override { return input_ended_.load(std::memory_order_acquire); }
 
   private:
     void handle_connect(mqtt::connect&& c);
@@ -69,6 +70,7 @@ class mqtt_connection final : public net::connection_handler,
     std::deque<client_message> backlog_;
     bool paused_ = false;
     std::atomic<bool> paused_flag_{false};  // paused_, readable without the mutex
+    std::atomic<bool> input_ended_{false};  // set after forwarding DISCONNECT or the close
 };
 
 }  // namespace starling::broker

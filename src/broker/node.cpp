@@ -1,7 +1,7 @@
 #include "broker/node.h"
 
-#include "broker/client_actor.h"
 #include "base/countdown.h"
+#include "broker/client_actor.h"
 #include "broker/state_loader.h"
 
 #include "proto/starling.pb.h"

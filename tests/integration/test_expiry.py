@@ -104,7 +104,7 @@ def test_session_expiry_updated_on_disconnect(module_broker, raw_client, uid):
         uid, clean_start=False, properties={"session_expiry_interval": 300}
     ).reason_code == 0
     conn.subscribe(f"it/{uid}/x", 1)
-    conn.disconnect(0, {"session_expiry_interval": 0})
+    conn.disconnect_and_wait(0, {"session_expiry_interval": 0})
     conn, ack = _resume(module_broker, raw_client, uid)
     assert not ack.session_present
 

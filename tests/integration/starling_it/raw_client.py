@@ -281,6 +281,17 @@ class RawClient:
         self.try_send(codec.disconnect(reason_code, properties, self.protocol))
         self.close()
 
+    def disconnect_and_wait(
+        self, reason_code: int = 0, properties: dict[str, Any] | None = None
+    ) -> None:
+        """Sends DISCONNECT and waits until the server has closed the connection, i.e. has
+        handled the DISCONNECT. A client that reconnects at once cannot know whether the new
+        CONNECT or the old DISCONNECT reaches the server first (two sockets, two I/O threads);
+        waiting makes the order the one the test means."""
+        self.try_send(codec.disconnect(reason_code, properties, self.protocol))
+        self.expect_closed()
+        self.close()
+
 
 def persistent(protocol: int, expiry: int = 300) -> dict[str, Any]:
     """``RawClient.connect`` kwargs for a persistent session at either protocol level."""

@@ -14,6 +14,7 @@
 #include "support/temp_dir.h"
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <future>
@@ -56,6 +57,8 @@ class fake_channel final : public client_channel {
     bool reading_paused() const override { return false; }
     const std::string& remote_address() const override { return address_; }
     std::uint64_t id() const override { return id_; }
+    bool input_ended() const override { return input_ended_.load(); }
+    void end_input() { input_ended_.store(true); }
 
     // Waits (bounded) for the next packet the actor wrote.
     std::optional<mqtt::packet> next(std::chrono::milliseconds timeout = 5s) {
@@ -94,6 +97,7 @@ class fake_channel final : public client_channel {
     mqtt::decoder decoder_;
     std::deque<mqtt::packet> packets_;
     bool closed_ = false;
+    std::atomic<bool> input_ended_{false};
 };
 
 class broker_fixture : public ::testing::Test {
@@ -330,6 +334,29 @@ TEST_F(broker_fixture, restored_subscriptions_are_in_the_trie_when_start_returns
     node_->core().trie().match("restored/x",
                                [&](std::string_view, const routing::subscription&) { ++matched; });
     EXPECT_EQ(matched, sessions);
+}
+
+// The client sent DISCONNECT (session expiry 0 ends the session) and reconnected at once: the
+// CONNECT (control lane) must not overtake that DISCONNECT (normal lane).
+TEST_F(broker_fixture, connect_after_disconnect_sees_the_disconnect_first) {
+    auto first = connect("dev", false, mqtt::protocol_version::v5, 300);
+    subscribe("dev", *first, "d/#", mqtt::qos::at_least_once);
+    mqtt::disconnect d;
+    d.properties.session_expiry_interval = 0;
+    send("dev", *first, d);
+    first->end_input();  // what mqtt_connection marks after forwarding a DISCONNECT
+    auto second = std::make_shared<fake_channel>(++next_channel_id_, mqtt::protocol_version::v5);
+    mqtt::connect c;
+    c.protocol_version = mqtt::protocol_version::v5;
+    c.client_id = "dev";
+    c.clean_start = false;
+    c.keep_alive = 60;
+    c.properties.session_expiry_interval = 300;
+    ASSERT_TRUE(node_->core().actor_for("dev")->tell_control(
+        client_msg::connect{second, std::move(c), false}));
+    auto ack = second->expect<mqtt::connack>();
+    EXPECT_EQ(ack.reason_code, mqtt::reason_code::success);
+    EXPECT_FALSE(ack.session_present);  // the DISCONNECT ended the session first
 }
 
 TEST_F(broker_fixture, takeover_sends_session_taken_over_to_the_old_connection) {
