@@ -165,7 +165,17 @@ blocked_clients::blocked_clients() : current_(std::make_shared<const snapshot>()
 blocked_clients::~blocked_clients() = default;
 
 std::shared_ptr<const blocked_clients::snapshot> blocked_clients::load() const {
-    return current_.load(std::memory_order_acquire);
+    std::lock_guard lock(pointer_mutex_);
+    return current_;
+}
+
+void blocked_clients::publish(std::shared_ptr<const snapshot> next) {
+    std::shared_ptr<const snapshot> previous;
+    {
+        std::lock_guard lock(pointer_mutex_);
+        previous = std::exchange(current_, std::move(next));
+    }
+    // `previous` (possibly the last reference to the old maps) is freed here, outside the lock.
 }
 
 std::optional<std::string> blocked_clients::describe_error(const blocked_entry& e) {
@@ -200,7 +210,7 @@ status blocked_clients::add(blocked_entry e) {
     } else {
         next->map_for(entry->entry.type).insert_or_assign(entry->entry.value, entry);
     }
-    current_.store(std::move(next), std::memory_order_release);
+    publish(std::move(next));
     return {};
 }
 
@@ -228,7 +238,7 @@ bool blocked_clients::remove(block_type type, const std::string& value) {
         removed = next->map_for(type).erase(key) > 0;
     }
     if (removed) {
-        current_.store(std::move(next), std::memory_order_release);
+        publish(std::move(next));
     }
     return removed;
 }
@@ -328,7 +338,7 @@ std::size_t blocked_clients::purge_expired(std::int64_t now_ms) {
     }
     purged += std::erase_if(next->regexes, [&](const entry_ptr& r) { return r->expired(now_ms); });
     if (purged > 0) {
-        current_.store(std::move(next), std::memory_order_release);
+        publish(std::move(next));
     }
     return purged;
 }

@@ -6,15 +6,20 @@
 // may expire.
 //
 // Structure: an immutable snapshot holds three hash maps (client id, username, IP → entry) and
-// the regex entries in insertion order, each compiled once when added. Readers load the
-// current snapshot (one atomic shared_ptr load) and look up without any lock a writer holds;
-// writers serialize on a mutex, copy the snapshot, change the copy and publish it. A check is
+// the regex entries in insertion order, each compiled once when added. Readers take a
+// reference to the current snapshot and look up in it with no lock held; writers serialize on
+// their own mutex, copy the snapshot, change the copy and publish it (RCU-style). A check is
 // three O(1) hash lookups plus one match per regex rule, whatever the number of exact rules.
 // Writes copy the maps (O(n)): rules change at operator speed, checks run at connect rate.
+//
+// Publishing the pointer: a tiny mutex held only to copy or swap the shared_ptr (one refcount
+// increment), never while a writer copies maps or a reader matches. Not std::atomic<shared_ptr>:
+// libstdc++ 12's is not lock-free either (a spin bit in the refcount word), and it unlocks
+// after a load with relaxed ordering, which ThreadSanitizer rightly reports as a race with the
+// next store.
 
 #include "base/result.h"
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -61,9 +66,9 @@ std::string_view to_string(regex_target target);  // "client_id", "username", "i
 // Lifecycle: one per node, created by the composition root, filled from the client.blocked
 // topic and the admin API, consulted on every CONNECT.
 // Ownership: owns its entries and compiled patterns.
-// Concurrency: every member may be called from any thread. check() and list() never wait for
-// a writer (they read an immutable snapshot); add(), remove() and purge_expired() serialize
-// among themselves.
+// Concurrency: every member may be called from any thread. check() and list() read an
+// immutable snapshot and never wait for a writer's work (only, at most, for a pointer swap);
+// add(), remove() and purge_expired() serialize among themselves.
 class blocked_clients {
   public:
     blocked_clients();
@@ -103,9 +108,11 @@ class blocked_clients {
     struct snapshot;
 
     std::shared_ptr<const snapshot> load() const;
+    void publish(std::shared_ptr<const snapshot> next);
 
-    std::atomic<std::shared_ptr<const snapshot>> current_;
-    std::mutex write_mutex_;  // serializes writers only; readers never take it
+    std::mutex write_mutex_;                   // serializes writers; readers never take it
+    mutable std::mutex pointer_mutex_;         // guards current_ itself, never held for long
+    std::shared_ptr<const snapshot> current_;  // guarded by pointer_mutex_
 };
 
 }  // namespace starling::auth
