@@ -160,6 +160,59 @@ std::string_view to_string(regex_target target) {
     return "unknown";
 }
 
+namespace {
+
+constexpr std::array<std::pair<block_type, std::string_view>, 4> type_names{{
+    {block_type::client_id, "CLIENT_ID"},
+    {block_type::username, "USERNAME"},
+    {block_type::ip_address, "IP_ADDRESS"},
+    {block_type::regex, "REGEX"},
+}};
+
+constexpr std::array<std::pair<regex_target, std::string_view>, 3> target_names{{
+    {regex_target::client_id, "BY_CLIENT_ID"},
+    {regex_target::username, "BY_USERNAME"},
+    {regex_target::ip_address, "BY_IP_ADDRESS"},
+}};
+
+}  // namespace
+
+std::string_view tbmq_name(block_type type) {
+    for (const auto& [t, name] : type_names) {
+        if (t == type) {
+            return name;
+        }
+    }
+    return "CLIENT_ID";
+}
+
+std::string_view tbmq_name(regex_target target) {
+    for (const auto& [t, name] : target_names) {
+        if (t == target) {
+            return name;
+        }
+    }
+    return "BY_CLIENT_ID";
+}
+
+std::optional<block_type> block_type_from_tbmq(std::string_view name) {
+    for (const auto& [t, n] : type_names) {
+        if (n == name) {
+            return t;
+        }
+    }
+    return std::nullopt;
+}
+
+std::optional<regex_target> regex_target_from_tbmq(std::string_view name) {
+    for (const auto& [t, n] : target_names) {
+        if (n == name) {
+            return t;
+        }
+    }
+    return std::nullopt;
+}
+
 blocked_clients::blocked_clients() : current_(std::make_shared<const snapshot>()) {}
 
 blocked_clients::~blocked_clients() = default;
@@ -176,6 +229,24 @@ void blocked_clients::publish(std::shared_ptr<const snapshot> next) {
         previous = std::exchange(current_, std::move(next));
     }
     // `previous` (possibly the last reference to the old maps) is freed here, outside the lock.
+}
+
+std::string blocked_clients::canonical_value(block_type type, const std::string& value) {
+    if (type == block_type::ip_address) {
+        if (auto ip = canonical_ip(value)) {
+            return std::move(*ip);
+        }
+    }
+    return value;
+}
+
+status blocked_clients::validate(const blocked_entry& e) {
+    std::string why;
+    std::optional<blocked_error> error;
+    if (prepare(e, why, error)) {
+        return {};
+    }
+    return make_error_code(*error);
 }
 
 std::optional<std::string> blocked_clients::describe_error(const blocked_entry& e) {

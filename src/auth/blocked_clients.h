@@ -63,6 +63,13 @@ std::error_code make_error_code(blocked_error e);
 std::string_view to_string(block_type type);      // "client_id", "username", "ip_address", "regex"
 std::string_view to_string(regex_target target);  // "client_id", "username", "ip_address"
 
+// TBMQ's names, used by the client.blocked records and the REST API: CLIENT_ID, USERNAME,
+// IP_ADDRESS, REGEX; BY_CLIENT_ID, BY_USERNAME, BY_IP_ADDRESS for the regex target.
+std::string_view tbmq_name(block_type type);
+std::string_view tbmq_name(regex_target target);
+std::optional<block_type> block_type_from_tbmq(std::string_view name);
+std::optional<regex_target> regex_target_from_tbmq(std::string_view name);
+
 // Lifecycle: one per node, created by the composition root, filled from the client.blocked
 // topic and the admin API, consulted on every CONNECT.
 // Ownership: owns its entries and compiled patterns.
@@ -100,6 +107,13 @@ class blocked_clients {
 
     // Number of entries, expired ones included until purged.
     std::size_t size() const;
+
+    // The value as add() stores it: an IP address in canonical form, anything else unchanged
+    // (so a persisted record's key names the same rule however the operator spelled it).
+    static std::string canonical_value(block_type type, const std::string& value);
+
+    // The error add() would return for the entry, without logging or adding anything.
+    static status validate(const blocked_entry& e);
 
     // Why add() would refuse the entry ("regex 'a(' is invalid: ..."), or nullopt.
     static std::optional<std::string> describe_error(const blocked_entry& e);
