@@ -60,7 +60,11 @@ SEEDS = {
     "v2_local_with_block": (0x00, v2(0x20, 0x11, INET + tlv(4, b"  "))),
     "v2_tlvs": (
         0x06,
-        v2(0x21, 0x11, INET + tlv(1, b"h2") + tlv(2, b"example.com") + tlv(4, b"") + tlv(0xE0, b"x" * 100))
+        v2(
+            0x21,
+            0x11,
+            INET + tlv(1, b"h2") + tlv(2, b"example.com") + tlv(4, b"") + tlv(0xE0, b"x" * 100),
+        )
         + CONNECT,
     ),
     "v2_tlv_cap": (0x0F, v2(0x21, 0x21, INET6 + tlv(0xE0, b"x" * (4096 - 3)))),
