@@ -16,6 +16,7 @@ class topic_names {
     std::string msg_retained() const { return name("msg.retained"); }
     std::string client_session() const { return name("client.session"); }
     std::string client_subscriptions() const { return name("client.subscriptions"); }
+    std::string client_blocked() const { return name("client.blocked"); }
 
   private:
     std::string name(const char* suffix) const {
