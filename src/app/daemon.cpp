@@ -3,6 +3,7 @@
 #include "adapters/embedded/device_inbox.h"
 #include "adapters/embedded/message_log.h"
 #include "adapters/embedded/sqlite_metadata_store.h"
+#include "app/security.h"
 #include "broker/mqtt_connection.h"
 #include "broker/node.h"
 #include "http/actuator.h"
@@ -93,6 +94,7 @@ struct daemon::parts {
     std::unique_ptr<adapters::embedded::embedded_message_log> log;
     std::unique_ptr<adapters::embedded::embedded_device_inbox> inbox;
     std::unique_ptr<adapters::embedded::sqlite_metadata_store> metadata;
+    security_parts security;  // outlives the node: its timers may hold the authenticator
     std::unique_ptr<broker::node> node;
     std::unique_ptr<net::io_pool> io;
     std::unique_ptr<net::tcp_listener> mqtt_tcp;
@@ -164,6 +166,11 @@ void daemon::start() {
                                             p.metrics, cfg_.actors.client.dispatcher_pool_size);
     p.node->start();
 
+    // Authentication: credentials upserted, providers and blocked clients ready before any
+    // listener opens.
+    p.security = build_security(cfg_, *p.metadata, p.node->core().timers(), p.metrics.auth());
+    p.node->core().set_security(p.security.authenticator.get(), p.security.blocked.get());
+
     // HTTP and MQTT listeners on one I/O pool.
     p.io = std::make_unique<net::io_pool>("io", cfg_.listener.io_threads);
     p.io->start();
@@ -208,6 +215,9 @@ void daemon::stop() {
     p.health.set_lifecycle(http::lifecycle::stopping);
     if (p.mqtt_tcp) {
         p.mqtt_tcp->stop();  // no new connections
+    }
+    if (p.security.pool) {
+        p.security.pool->stop();  // verifications in progress finish; queued ones are dropped
     }
     if (p.node) {
         p.node->stop(cfg_.starling.shutdown_timeout);
