@@ -7,6 +7,7 @@
 #include "broker/mqtt_connection.h"
 #include "broker/node.h"
 #include "http/actuator.h"
+#include "http/credentials_api.h"
 #include "http/health.h"
 #include "http/server.h"
 #include "metrics/registry.h"
@@ -176,6 +177,8 @@ void daemon::start() {
     p.io->start();
     http::router routes;
     http::add_actuator_routes(routes, p.health, p.metrics);
+    http::add_credentials_routes(routes, *p.metadata, *p.security.pool,
+                                 p.security.authenticator.get(), cfg_.security.admin_token);
     p.http = std::make_unique<http::server>(p.io->context(), std::move(routes));
     if (auto st = p.http->start(cfg_.server.address, cfg_.server.port); !st) {
         throw std::runtime_error("server.port: cannot listen on " + cfg_.server.address + ":" +

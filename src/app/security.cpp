@@ -2,6 +2,7 @@
 
 #include "auth/basic_provider.h"
 #include "auth/credentials.h"
+#include "auth/x509_provider.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -109,8 +110,18 @@ security_parts build_security(const config::broker_config& cfg, metadata_store& 
             providers.push_back(std::make_unique<auth::basic_provider>(
                 metadata, *parts.pool, to_auth(sec.basic.auth_strategy), system_clock::instance()));
             names.push_back(name);
+        } else if (name == "X_509") {
+            if (!sec.ssl.enabled) {
+                continue;
+            }
+            providers.push_back(std::make_unique<auth::x509_provider>(
+                auth::x509_options{
+                    .trust_store = sec.ssl.trust_store,
+                    .skip_validity_check = sec.ssl.skip_validity_check_for_client_cert},
+                metadata, *parts.pool, system_clock::instance()));
+            names.push_back(name);
         } else {
-            // X_509, JWT and HTTP are built by their own modules (not in this build yet).
+            // JWT and HTTP are built by their own module (not in this build yet).
             spdlog::debug("auth provider {} is not available in this build; skipped", name);
         }
     }

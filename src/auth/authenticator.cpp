@@ -226,6 +226,11 @@ void authenticator::store_cache(const std::string& key, const auth_decision& d) 
     cache_[key] = cache_entry{d, now + options_.cache_ttl};
 }
 
+void authenticator::clear_cache() {
+    std::lock_guard lock(cache_mutex_);
+    cache_.clear();
+}
+
 bool authenticator::breaker_open_for_test(std::string_view provider) const {
     for (const auto& slot : providers_) {
         if (slot->provider->name() == provider) {

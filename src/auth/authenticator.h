@@ -16,9 +16,9 @@
 // id, username, a SHA-256 of the password, the certificate fingerprint (SHA-256 of the leaf
 // DER). Failures and not_applicable are never cached.
 //
-// Lifecycle: built by the daemon before the listeners start, destroyed after they stopped and
-// after the timer service stopped (a pending timeout holds only a shared state, not `this`...
-// but it calls back into the chain: stop the listeners first). Owns its providers.
+// Lifecycle: built by the daemon before the listeners open; owns its providers. It must
+// outlive the timer service's thread (a pending timeout calls into it) and every connection
+// still waiting for a verdict: the daemon stops the listeners and the timers first.
 // Concurrency: authenticate() from any thread (I/O threads); `done` runs once, on the thread of
 // whoever answered last (a provider's pool, the store, the timer thread, or the caller's own
 // thread for cache hits and synchronous providers) and must not block.
@@ -67,6 +67,9 @@ class authenticator {
     authenticator& operator=(const authenticator&) = delete;
 
     void authenticate(auth_request request, std::function<void(auth_decision)> done);
+
+    // Forgets every cached verdict (credentials were changed or deleted).
+    void clear_cache();
 
     const authenticator_options& options() const { return options_; }
     std::size_t provider_count() const { return providers_.size(); }

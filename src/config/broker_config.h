@@ -244,6 +244,14 @@ struct basic_auth_section {
     friend bool operator==(const basic_auth_section&, const basic_auth_section&) = default;
 };
 
+struct ssl_auth_section {
+    bool enabled{};
+    std::vector<std::filesystem::path> trust_store;  // PEM CA files; empty = listener's check
+    bool skip_validity_check_for_client_cert{};
+
+    friend bool operator==(const ssl_auth_section&, const ssl_auth_section&) = default;
+};
+
 struct circuit_breaker_section {
     std::uint32_t failure_threshold{};
     std::chrono::milliseconds cool_down{};
@@ -284,6 +292,7 @@ struct mqtt_security_section {
     bool allow_anonymous{};
     std::vector<std::string> auth_providers;  // in order: MQTT_BASIC, X_509, JWT, HTTP
     basic_auth_section basic;
+    ssl_auth_section ssl;
     std::chrono::milliseconds auth_cache_ttl{};  // 0 = no cache
     std::chrono::milliseconds provider_timeout{};
     circuit_breaker_section circuit_breaker;
@@ -295,6 +304,7 @@ struct mqtt_security_section {
 
 struct security_section {
     mqtt_security_section mqtt;
+    std::string admin_token;  // bearer token of the credentials REST API; empty = API disabled
 
     friend bool operator==(const security_section&, const security_section&) = default;
 };

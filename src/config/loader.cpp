@@ -340,6 +340,30 @@ binding provider_list(key_info info, Access access) {
             }};
 }
 
+// A comma-separated list of files (each must exist when the list is not empty).
+template <class Access>
+binding file_list(key_info info, Access access) {
+    return {info, [access](broker_config& config, const raw_value& value) {
+                std::vector<std::filesystem::path> files;
+                std::string_view rest = value.text;
+                while (!trim(rest).empty()) {
+                    const auto comma = rest.find(',');
+                    const auto name = trim(rest.substr(0, comma));
+                    std::error_code ec;
+                    if (!std::filesystem::is_regular_file(std::filesystem::path(name), ec)) {
+                        reject(value,
+                               fmt::format("names '{}', which is not a readable file", name));
+                    }
+                    files.emplace_back(name);
+                    if (comma == std::string_view::npos) {
+                        break;
+                    }
+                    rest = rest.substr(comma + 1);
+                }
+                access(config) = std::move(files);
+            }};
+}
+
 // --- string checks
 
 std::optional<std::string> ip_address(std::string_view text) {
@@ -538,6 +562,14 @@ const std::vector<binding>& bindings() {
             FIELD(security.mqtt.basic.auth_strategy), basic_strategy_names),
         integer({"security.mqtt.basic.verify-threads", "SECURITY_MQTT_BASIC_VERIFY_THREADS", "2"},
                 FIELD(security.mqtt.basic.verify_threads), {.min = 1, .max = 64}),
+        boolean({"security.mqtt.ssl.enabled", "SECURITY_MQTT_SSL_ENABLED", "false"},
+                FIELD(security.mqtt.ssl.enabled)),
+        file_list({"security.mqtt.ssl.trust-store", "SECURITY_MQTT_SSL_TRUST_STORE", ""},
+                  FIELD(security.mqtt.ssl.trust_store)),
+        boolean({"security.mqtt.ssl.skip-validity-check-for-client-cert",
+                 "SECURITY_MQTT_SSL_SKIP_VALIDITY_CHECK_FOR_CLIENT_CERT", "false"},
+                FIELD(security.mqtt.ssl.skip_validity_check_for_client_cert)),
+        text({"security.admin-token", "SECURITY_ADMIN_TOKEN", ""}, FIELD(security.admin_token)),
         integer({"security.mqtt.auth-cache-ttl-ms", "SECURITY_MQTT_AUTH_CACHE_TTL_MS", "60000"},
                 FIELD(security.mqtt.auth_cache_ttl),
                 {.min = 0, .max = 86400000, .unit = "ms", .note = "0 = no cache"}),
@@ -584,8 +616,9 @@ std::optional<std::string> find_value(const YAML::Node& node,
         if (node.IsNull()) {
             return std::string{};
         }
-        if (node.IsSequence() && std::all_of(node.begin(), node.end(),
-                                             [](const YAML::Node& n) { return n.IsScalar(); })) {
+        if (key == "security.mqtt.auth-providers" && node.IsSequence() &&
+            std::all_of(node.begin(), node.end(),
+                        [](const YAML::Node& n) { return n.IsScalar(); })) {
             // A list of names (security.mqtt.auth-providers): the binding parses the commas.
             std::string joined;
             for (const auto& item : node) {
@@ -707,9 +740,21 @@ constexpr std::array<std::string_view, 2> security_list_keys{"security.mqtt.cred
                                                              "security.mqtt.blocked-clients"};
 
 YAML::Node security_list(const YAML::Node& root, std::string_view name) {
-    const YAML::Node security = root.IsMap() ? root["security"] : YAML::Node();
-    const YAML::Node mqtt = security.IsMap() ? security["mqtt"] : YAML::Node();
-    return mqtt.IsMap() ? mqtt[std::string(name)] : YAML::Node();
+    // A missing key yields an undefined node, which throws on any other question: ask
+    // IsDefined() first at every level.
+    if (!root.IsDefined() || !root.IsMap()) {
+        return YAML::Node();
+    }
+    const YAML::Node security = root["security"];
+    if (!security.IsDefined() || !security.IsMap()) {
+        return YAML::Node();
+    }
+    const YAML::Node mqtt = security["mqtt"];
+    if (!mqtt.IsDefined() || !mqtt.IsMap()) {
+        return YAML::Node();
+    }
+    const YAML::Node list = mqtt[std::string(name)];
+    return list.IsDefined() ? list : YAML::Node();
 }
 
 struct list_item {

@@ -276,3 +276,80 @@ def test_auth_metrics(secured, raw_client, uid):
     )
     assert failures >= 1
     assert metrics.get(("authLatency_seconds_count", frozenset()), 0) >= 1
+
+
+# ----------------------------------------------------------------------------- REST API
+
+
+def api(broker, method: str, path: str, body=None, token: str | None = "t0ken"):
+    """Calls the credentials REST API; returns (status, parsed JSON body)."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(
+        f"http://{broker.host}:{broker.http_port}{path}", data=data, method=method
+    )
+    if token is not None:
+        req.add_header("Authorization", f"Bearer {token}")
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    def parsed(raw: bytes):
+        try:
+            return json.loads(raw or b"null")
+        except ValueError:
+            return raw
+
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, parsed(resp.read())
+    except urllib.error.HTTPError as e:
+        return e.code, parsed(e.read())
+
+
+def test_credentials_rest_api(broker_factory, raw_client, uid):
+    broker = broker_factory(
+        env={"SECURITY_MQTT_ALLOW_ANONYMOUS": "false", "SECURITY_ADMIN_TOKEN": "t0ken"}
+    )
+    path = "/api/mqtt/client/credentials"
+    assert api(broker, "GET", path, token=None)[0] == 401
+    assert api(broker, "GET", path, token="wrong")[0] == 401
+    assert api(broker, "POST", path, {"clientType": "DEVICE"})[0] == 400  # no name
+
+    status, saved = api(
+        broker,
+        "POST",
+        path,
+        {
+            "name": "rest",
+            "clientType": "DEVICE",
+            "credentialsType": "MQTT_BASIC",
+            "credentialsValue": '{"userName": "rest-user", "password": "rest-pw",'
+            ' "authRules": {"pubAuthRulePatterns": ["rest/.*"]}}',
+        },
+    )
+    assert status == 200, saved
+    assert saved["credentialsId"] == "username|rest-user"
+    assert saved["credentialsValue"]["password"] == "***"
+
+    conn = raw_client(broker, codec.MQTT5)
+    assert conn.connect(uid, username="rest-user", password="rest-pw").reason_code == 0
+    assert conn.publish("rest/ok", b"x", qos=1).reason_code == 0
+    assert conn.publish("other", b"x", qos=1).reason_code == 0x87
+    conn.disconnect()
+
+    status, page = api(broker, "GET", f"{path}?pageSize=10&page=0")
+    assert status == 200
+    assert [c["credentialsId"] for c in page["data"]] == ["username|rest-user"]
+    assert page["hasNext"] is False
+
+    status, _ = api(broker, "DELETE", f"{path}/username%7Crest-user")
+    assert status == 200
+    # The change applies at once: the authentication cache was cleared.
+    conn = raw_client(broker, codec.MQTT5)
+    assert conn.connect(uid, username="rest-user", password="rest-pw").reason_code == 0x86
+
+
+def test_rest_api_is_off_without_a_token(broker, raw_client):
+    assert api(broker, "GET", "/api/mqtt/client/credentials")[0] == 404

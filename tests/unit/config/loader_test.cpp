@@ -117,6 +117,21 @@ TEST(config_loader, shipped_file_yields_the_documented_defaults) {
     EXPECT_EQ(c.security.mqtt.circuit_breaker.failure_threshold, 5);
     EXPECT_TRUE(c.security.mqtt.credentials.empty());
     EXPECT_TRUE(c.security.mqtt.blocked_clients.empty());
+    EXPECT_FALSE(c.security.mqtt.ssl.enabled);
+    EXPECT_TRUE(c.security.mqtt.ssl.trust_store.empty());
+    EXPECT_FALSE(c.security.mqtt.ssl.skip_validity_check_for_client_cert);
+    EXPECT_EQ(c.security.admin_token, "");
+}
+
+TEST(config_loader, trust_store_files_must_exist) {
+    try {
+        parse_config("", with_env({{"SECURITY_MQTT_SSL_TRUST_STORE", "/nonexistent/ca.pem"}}));
+        FAIL() << "a missing CA file must be rejected";
+    } catch (const config_error& e) {
+        EXPECT_EQ(e.key(), "security.mqtt.ssl.trust-store");
+        EXPECT_THAT(e.what(), HasSubstr("/nonexistent/ca.pem"));
+        EXPECT_THAT(e.what(), HasSubstr("SECURITY_MQTT_SSL_TRUST_STORE"));
+    }
 }
 
 TEST(config_loader, built_in_defaults_equal_the_shipped_file) {
