@@ -219,6 +219,9 @@ void daemon::stop() {
     if (p.mqtt_tcp) {
         p.mqtt_tcp->stop();  // no new connections
     }
+    if (p.security.authenticator) {
+        p.security.authenticator->stop();  // no verdict reaches a connection from now on
+    }
     if (p.security.pool) {
         p.security.pool->stop();  // verifications in progress finish; queued ones are dropped
     }

@@ -57,6 +57,9 @@ void authenticator::authenticate(auth_request request, std::function<void(auth_d
 }
 
 void authenticator::step(const std::shared_ptr<chain>& c) {
+    if (stopped_.load(std::memory_order_acquire)) {
+        return;  // shutting down: the connection waiting for this verdict is going away
+    }
     while (c->next < providers_.size()) {
         auto& slot = *providers_[c->next++];
         const auto name = slot.provider->name();
@@ -164,6 +167,9 @@ void authenticator::on_answer(const std::shared_ptr<chain>& c, provider_slot& sl
 }
 
 void authenticator::finish(const std::shared_ptr<chain>& c, auth_decision d) {
+    if (stopped_.load(std::memory_order_acquire)) {
+        return;
+    }
     probe_.auth_latency(clock_.steady_now() - c->started);
     if (d.result.outcome == verdict::allow) {
         probe_.auth_succeeded(d.provider.empty() ? "anonymous" : d.provider);

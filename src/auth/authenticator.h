@@ -68,6 +68,11 @@ class authenticator {
 
     void authenticate(auth_request request, std::function<void(auth_decision)> done);
 
+    // Shutdown: from now on no verdict is delivered and no timer is scheduled, so nothing calls
+    // back into connections, the broker core or the timer service while they are torn down
+    // (late provider answers are dropped). Call after the listeners stopped.
+    void stop() { stopped_.store(true, std::memory_order_release); }
+
     // Forgets every cached verdict (credentials were changed or deleted).
     void clear_cache();
 
@@ -97,6 +102,7 @@ class authenticator {
         auth_decision decision;
         starling::clock::steady_point expires;
     };
+    std::atomic<bool> stopped_{false};
     std::mutex cache_mutex_;
     std::unordered_map<std::string, cache_entry> cache_;
 };

@@ -169,5 +169,21 @@ TEST_F(authenticator_test, definitive_results_are_cached_per_credentials_until_t
     EXPECT_EQ(p[0]->calls, 6);
 }
 
+TEST_F(authenticator_test, after_stop_no_verdict_is_delivered) {
+    auto p = build({{"slow", std::nullopt}}, {.provider_timeout = 20ms});
+    std::atomic<int> answers{0};
+    auth_->authenticate(request(), [&](auth_decision) { ++answers; });
+    ASSERT_EQ(p[0]->calls, 1);
+    auth_->stop();
+    p[0]->release_parked(allow_result());  // a late answer during shutdown
+    auth_->authenticate(request("c2"), [&](auth_decision) { ++answers; });
+    // The timeout of the first call fires after stop as well: drain the timer thread.
+    std::promise<void> fired;
+    timers_.schedule_after(40ms, [&] { fired.set_value(); });
+    ASSERT_EQ(fired.get_future().wait_for(5s), std::future_status::ready);
+    EXPECT_EQ(answers, 0);
+    EXPECT_EQ(p[0]->calls, 1);  // nothing new was asked after stop
+}
+
 }  // namespace
 }  // namespace starling::auth
