@@ -9,6 +9,8 @@ find_package(yaml-cpp REQUIRED)
 find_package(prometheus-cpp REQUIRED COMPONENTS core)
 find_package(SQLite3 REQUIRED)
 find_package(nlohmann_json REQUIRED)
+# libxcrypt: bcrypt for MQTT_BASIC passwords (Debian libcrypt-dev).
+find_library(STARLING_CRYPT_LIBRARY crypt REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(URCU REQUIRED IMPORTED_TARGET liburcu-memb)
 if(STARLING_BUILD_TESTS)

@@ -9,6 +9,7 @@ debian_packages=(
     build-essential cmake ninja-build pkg-config git
     libboost1.81-dev
     libssl-dev
+    libcrypt-dev
     libspdlog-dev libfmt-dev
     libyaml-cpp-dev
     prometheus-cpp-dev

@@ -9,4 +9,6 @@ cd "$root"
 bash scripts/install-deps.sh
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$(nproc)" --target starlingd
+# A development broker accepts clients without credentials (the shipped default refuses them).
+export SECURITY_MQTT_ALLOW_ANONYMOUS="${SECURITY_MQTT_ALLOW_ANONYMOUS:-true}"
 exec build/release/src/app/starlingd --config config/starling.yml "$@"

@@ -3,9 +3,11 @@
 #include "adapters/embedded/device_inbox.h"
 #include "adapters/embedded/message_log.h"
 #include "adapters/embedded/sqlite_metadata_store.h"
+#include "app/security.h"
 #include "broker/mqtt_connection.h"
 #include "broker/node.h"
 #include "http/actuator.h"
+#include "http/credentials_api.h"
 #include "http/health.h"
 #include "http/server.h"
 #include "metrics/registry.h"
@@ -93,6 +95,7 @@ struct daemon::parts {
     std::unique_ptr<adapters::embedded::embedded_message_log> log;
     std::unique_ptr<adapters::embedded::embedded_device_inbox> inbox;
     std::unique_ptr<adapters::embedded::sqlite_metadata_store> metadata;
+    security_parts security;  // outlives the node: its timers may hold the authenticator
     std::unique_ptr<broker::node> node;
     std::unique_ptr<net::io_pool> io;
     std::unique_ptr<net::tcp_listener> mqtt_tcp;
@@ -164,11 +167,18 @@ void daemon::start() {
                                             p.metrics, cfg_.actors.client.dispatcher_pool_size);
     p.node->start();
 
+    // Authentication: credentials upserted, providers and blocked clients ready before any
+    // listener opens.
+    p.security = build_security(cfg_, *p.metadata, p.node->core().timers(), p.metrics.auth());
+    p.node->core().set_security(p.security.authenticator.get(), p.security.blocked.get());
+
     // HTTP and MQTT listeners on one I/O pool.
     p.io = std::make_unique<net::io_pool>("io", cfg_.listener.io_threads);
     p.io->start();
     http::router routes;
     http::add_actuator_routes(routes, p.health, p.metrics);
+    http::add_credentials_routes(routes, *p.metadata, *p.security.pool,
+                                 p.security.authenticator.get(), cfg_.security.admin_token);
     p.http = std::make_unique<http::server>(p.io->context(), std::move(routes));
     if (auto st = p.http->start(cfg_.server.address, cfg_.server.port); !st) {
         throw std::runtime_error("server.port: cannot listen on " + cfg_.server.address + ":" +
@@ -208,6 +218,12 @@ void daemon::stop() {
     p.health.set_lifecycle(http::lifecycle::stopping);
     if (p.mqtt_tcp) {
         p.mqtt_tcp->stop();  // no new connections
+    }
+    if (p.security.authenticator) {
+        p.security.authenticator->stop();  // no verdict reaches a connection from now on
+    }
+    if (p.security.pool) {
+        p.security.pool->stop();  // verifications in progress finish; queued ones are dropped
     }
     if (p.node) {
         p.node->stop(cfg_.starling.shutdown_timeout);

@@ -11,6 +11,8 @@
 
 #include "actor/dispatcher.h"
 #include "actor/timer_service.h"
+#include "auth/authenticator.h"
+#include "auth/blocked_clients.h"
 #include "base/result.h"
 #include "broker/message.h"
 #include "broker/retained_store.h"
@@ -75,6 +77,15 @@ class broker_core {
     void write_subscriptions(const std::string& client_id, std::string serialized_set,
                              std::function<void(status)> done);
 
+    // Authentication and blocked clients, built by the daemon. Set before listeners open and
+    // never changed afterwards; null = every client allowed (unit tests without security).
+    void set_security(auth::authenticator* authenticator, const auth::blocked_clients* blocked) {
+        authenticator_ = authenticator;
+        blocked_ = blocked;
+    }
+    auth::authenticator* authenticator() const { return authenticator_; }
+    const auth::blocked_clients* blocked() const { return blocked_; }
+
     // Refreshes the gauges derived from shared structures (called by the metrics scrape).
     void refresh_gauges();
 
@@ -97,6 +108,8 @@ class broker_core {
     retained_store retained_;
     session_registry sessions_;
     std::atomic<bool> stopping_{false};
+    auth::authenticator* authenticator_ = nullptr;
+    const auth::blocked_clients* blocked_ = nullptr;
 };
 
 }  // namespace starling::broker

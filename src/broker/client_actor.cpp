@@ -60,6 +60,8 @@ struct client_actor::connection_state {
     std::uint16_t next_outbound_alias = 1;
     std::optional<mqtt::will_message> will;
     bool will_suppressed = false;  // DISCONNECT 0x00 received
+    client_type type = client_type::device;
+    std::shared_ptr<const auth::topic_rules> rules;  // null = everything allowed
     bool wants_response_information = false;
     bool closing = false;
     std::string encode_buffer;
@@ -229,6 +231,8 @@ void client_actor::on_connect(client_msg::connect&& m) {
     c->last_activity = core_.clock().steady_now();
     c->keep_alive = p.keep_alive;
     c->will = p.will;
+    c->type = m.type;
+    c->rules = std::move(m.rules);
     if (v5) {
         c->client_receive_max = p.properties.receive_maximum.value_or(65535);
         c->client_max_packet = p.properties.maximum_packet_size.value_or(0);
@@ -484,6 +488,29 @@ void client_actor::on_publish(mqtt::publish&& p) {
                                             .qos = p.qos,
                                             .done = true,
                                             .code = mqtt::reason_code::topic_name_invalid});
+        flush_acks();
+        return;
+    }
+
+    if (c.rules && !c.rules->may_publish(p.topic)) {
+        // Authorization: the message is dropped and counted. v5 tells the client (PUBACK /
+        // PUBREC 0x87); v3 has no way to, so QoS 1/2 are still acknowledged as if accepted —
+        // otherwise the client would resend the message forever.
+        core_.probe().message_dropped(metrics::drop_reason::not_authorized);
+        spdlog::debug("client {}: PUBLISH to '{}' not authorized, dropped", client_id_, p.topic);
+        if (p.qos == mqtt::qos::at_most_once) {
+            return;
+        }
+        if (p.qos == mqtt::qos::exactly_once && !c.v5()) {
+            // The v3 client answers our PUBREC with PUBREL: remember the id so it completes.
+            inbound_qos2_.insert(p.packet_id);
+        }
+        pending_acks_.push_back(pending_ack{
+            .seq = 0,
+            .packet_id = p.packet_id,
+            .qos = p.qos,
+            .done = true,
+            .code = c.v5() ? mqtt::reason_code::not_authorized : mqtt::reason_code::success});
         flush_acks();
         return;
     }
@@ -910,6 +937,14 @@ void client_actor::on_subscribe(mqtt::subscribe&& s) {
         if ((!cfg.allow_root_multi_level_wildcard && filter == "#") ||
             (cfg.max_topic_segments != 0 && topic_levels(filter) > cfg.max_topic_segments)) {
             codes.push_back(v5 ? mqtt::reason_code::topic_filter_invalid
+                               : mqtt::reason_code::unspecified_error);
+            continue;
+        }
+        if (conn_->rules && !conn_->rules->may_subscribe(req.filter)) {
+            // Authorization is checked on the filter as the client wrote it ($share/... too),
+            // as TBMQ does.
+            spdlog::debug("client {}: SUBSCRIBE to '{}' not authorized", client_id_, req.filter);
+            codes.push_back(v5 ? mqtt::reason_code::not_authorized
                                : mqtt::reason_code::unspecified_error);
             continue;
         }

@@ -24,6 +24,7 @@
 
 #include "actor/mailbox.h"
 #include "actor/timer_service.h"
+#include "auth/provider.h"
 #include "broker/client_channel.h"
 #include "broker/message.h"
 #include "mqtt/packet.h"
@@ -65,6 +66,10 @@ struct connect {
     mqtt::connect packet;
     bool id_assigned = false;   // v5: the server assigned the id (sent back in CONNACK)
     bool id_generated = false;  // the server generated the id (v5 or 3.1.1 empty id)
+    // What authentication decided (auth::authenticator): the client's type and the topics it
+    // may publish and subscribe to. Null rules = everything allowed.
+    client_type type = client_type::device;
+    std::shared_ptr<const auth::topic_rules> rules;
     // How often the actor put this CONNECT back behind the previous connection's last packets.
     std::uint16_t deferrals = 0;
 };

@@ -28,6 +28,21 @@ std::string generate_client_id() {
     return id;
 }
 
+// "ip:port" or "[v6]:port" → the address alone (blocked clients and the unauthorized log
+// match on it).
+std::string host_of(std::string_view address) {
+    if (address.starts_with('[')) {
+        const auto close = address.find(']');
+        return std::string(
+            address.substr(1, close == std::string_view::npos ? address.npos : close - 1));
+    }
+    const auto colon = address.rfind(':');
+    if (colon != std::string_view::npos && address.find(':') == colon) {
+        return std::string(address.substr(0, colon));
+    }
+    return std::string(address);
+}
+
 }  // namespace
 
 mqtt_connection::mqtt_connection(broker_core& core, std::shared_ptr<net::connection> transport)
@@ -51,7 +66,7 @@ void mqtt_connection::on_bytes(std::span<const std::uint8_t> bytes) {
         if (auto* err = std::get_if<mqtt::decode_error>(&r)) {
             spdlog::info("connection {} ({}): malformed input: {} ({})", id_, remote_address_,
                          err->detail, mqtt::to_string(err->code));
-            if (!actor_) {
+            if (phase_.load(std::memory_order_acquire) == phase::connecting) {
                 if (auto version = decoder_.version()) {
                     refuse_connect(*version, err->code, err->detail);  // a broken CONNECT
                 } else {
@@ -66,7 +81,7 @@ void mqtt_connection::on_bytes(std::span<const std::uint8_t> bytes) {
             return;
         }
         auto& packet = std::get<mqtt::packet>(r);
-        if (!actor_) {
+        if (phase_.load(std::memory_order_acquire) == phase::connecting) {
             auto* connect = std::get_if<mqtt::connect>(&packet);
             if (connect == nullptr) {
                 // The first packet must be CONNECT (MQTT-3.1.0-1): close without answer.
@@ -124,30 +139,142 @@ void mqtt_connection::handle_connect(mqtt::connect&& c) {
         // The client's own maximum packet size bounds what we send; ours is in CONNACK.
         decoder_.set_max_packet_size(core_.cfg().max_packet_size);
     }
-    auto client_id = c.client_id;
-    actor_ = core_.actor_for(client_id);
-    client_msg::connect msg{.channel = shared_from_this(),
-                            .packet = std::move(c),
-                            .id_assigned = assigned,
-                            .id_generated = generated};
-    client_message m = std::move(msg);
-    if (actor_->tell_control(std::move(m))) {
+    if (const auto* blocked = core_.blocked()) {
+        std::optional<std::string_view> username;
+        if (c.username) {
+            username = *c.username;
+        }
+        if (auto why =
+                blocked->check(c.client_id, username, host_of(remote_address_), core_.now_ms())) {
+            refuse_unauthorized(c, mqtt::reason_code::banned, "blocked: " + *why);
+            return;
+        }
+    }
+    pending_connect pc{std::move(c), assigned, generated};
+    auto* authenticator = core_.authenticator();
+    if (authenticator == nullptr) {
+        std::lock_guard lock(backlog_mutex_);
+        if (!attach_locked(std::move(pc), client_type::device, auth::topic_rules::everything())) {
+            refuse_connect(version, mqtt::reason_code::server_busy, "client actor unavailable");
+        }
         return;
     }
-    // The actor stopped between lookup and tell (its mailbox is closed): the registry no
-    // longer holds it, so the next lookup creates a fresh one.
-    actor_ = core_.actor_for(client_id);
-    if (!actor_->tell_control(std::move(m))) {
-        actor_.reset();
-        refuse_connect(version, mqtt::reason_code::server_busy, "client actor unavailable");
+    auth::auth_request request{.client_id = pc.packet.client_id,
+                               .username = pc.packet.username,
+                               .password = pc.packet.password,
+                               .remote_address = remote_address_,
+                               .tls = false,
+                               .certificate = std::nullopt};
+    {
+        // Until the verdict: stop reading, and park whatever else this read decoded.
+        std::lock_guard lock(backlog_mutex_);
+        phase_.store(phase::authenticating, std::memory_order_release);
+        paused_ = true;
+        paused_flag_.store(true, std::memory_order_release);
     }
+    transport_->pause_reading();
+    // The verdict may come at once (cache, anonymous) on this thread, or later on another.
+    authenticator->authenticate(
+        std::move(request),
+        [self = shared_from_this(), pc = std::make_shared<pending_connect>(std::move(pc))](
+            auth::auth_decision d) { self->on_authenticated(std::move(*pc), std::move(d)); });
+}
+
+void mqtt_connection::on_authenticated(pending_connect&& pc, auth::auth_decision&& d) {
+    const auto& r = d.result;
+    if (r.outcome == auth::verdict::allow && pc.packet.will && r.rules &&
+        !r.rules->may_publish(pc.packet.will->topic)) {
+        // A will the client may not publish is refused at CONNECT, where the client can still
+        // be told, rather than silently dropped when it fires.
+        d.result.outcome = auth::verdict::deny;
+        d.result.bad_credentials = false;
+        d.result.reason = "will topic '" + pc.packet.will->topic + "' not authorized";
+    }
+    if (d.result.outcome != auth::verdict::allow) {
+        {
+            std::lock_guard lock(backlog_mutex_);
+            backlog_.clear();
+            if (peer_gone_) {
+                return;
+            }
+            phase_.store(phase::refused, std::memory_order_release);
+        }
+        const auto code = d.result.bad_credentials ? mqtt::reason_code::bad_user_name_or_password
+                                                   : mqtt::reason_code::not_authorized;
+        auto reason = d.provider.empty() ? d.result.reason : d.provider + ": " + d.result.reason;
+        refuse_unauthorized(pc.packet, code, std::move(reason));
+        return;
+    }
+    const auto version = pc.packet.protocol_version;
+    {
+        std::lock_guard lock(backlog_mutex_);
+        if (peer_gone_) {
+            backlog_.clear();  // the client left while we waited: no session starts
+            return;
+        }
+        if (!attach_locked(std::move(pc), d.result.type, std::move(d.result.rules))) {
+            backlog_.clear();
+            phase_.store(phase::refused, std::memory_order_release);
+            refuse_connect(version, mqtt::reason_code::server_busy, "client actor unavailable");
+            return;
+        }
+    }
+    resume_reading();  // the backlog first, then the socket
+}
+
+bool mqtt_connection::attach_locked(pending_connect&& pc, client_type type,
+                                    std::shared_ptr<const auth::topic_rules> rules) {
+    auto client_id = pc.packet.client_id;
+    auto actor = core_.actor_for(client_id);
+    client_msg::connect msg{.channel = shared_from_this(),
+                            .packet = std::move(pc.packet),
+                            .id_assigned = pc.id_assigned,
+                            .id_generated = pc.id_generated,
+                            .type = type,
+                            .rules = std::move(rules)};
+    client_message m = std::move(msg);
+    if (!actor->tell_control(std::move(m))) {
+        // The actor stopped between lookup and tell (its mailbox is closed): the registry no
+        // longer holds it, so the next lookup creates a fresh one.
+        actor = core_.actor_for(client_id);
+        if (!actor->tell_control(std::move(m))) {
+            return false;
+        }
+    }
+    actor_ = std::move(actor);
+    phase_.store(phase::attached, std::memory_order_release);
+    return true;
+}
+
+void mqtt_connection::refuse_unauthorized(const mqtt::connect& c, mqtt::reason_code code,
+                                          std::string reason) {
+    unauthorized_client entry;
+    entry.client_id = c.client_id;
+    entry.ip_address = host_of(remote_address_);
+    entry.ts_ms = core_.now_ms();
+    entry.username = c.username.value_or("");
+    entry.password_provided = c.password.has_value();
+    entry.tls_used = false;
+    entry.reason = reason;
+    core_.metadata().record_unauthorized(std::move(entry), [id = c.client_id](status st) {
+        if (!st) {
+            spdlog::warn("client {}: unauthorized-client log not written: {}", id,
+                         st.error().message());
+        }
+    });
+    refuse_connect(c.protocol_version, code, reason, c.client_id);
 }
 
 void mqtt_connection::refuse_connect(mqtt::protocol_version version, mqtt::reason_code code,
-                                     std::string_view why) {
+                                     std::string_view why, std::string_view client_id) {
     refused_ = true;
-    spdlog::info("client refused: address={} reason={} ({})", remote_address_,
-                 mqtt::to_string(code), why);
+    if (client_id.empty()) {
+        spdlog::info("client refused: address={} reason={} ({})", remote_address_,
+                     mqtt::to_string(code), why);
+    } else {
+        spdlog::info("client refused: id={} address={} reason={} ({})", client_id, remote_address_,
+                     mqtt::to_string(code), why);
+    }
     std::string out;
     mqtt::connack ack;
     ack.reason_code = code;
@@ -199,8 +326,20 @@ void mqtt_connection::resume_reading() {
     }
 }
 
+std::shared_ptr<client_actor> mqtt_connection::current_actor() {
+    std::lock_guard lock(backlog_mutex_);
+    return actor_;
+}
+
 void mqtt_connection::on_closed(std::error_code ec) {
-    if (actor_) {
+    {
+        std::lock_guard lock(backlog_mutex_);
+        if (phase_.load(std::memory_order_relaxed) == phase::authenticating) {
+            peer_gone_ = true;  // on_authenticated will not start a session
+            return;
+        }
+    }
+    if (current_actor()) {
         forward(client_msg::closed{.channel_id = id_,
                                    .reason = ec ? ec.message() : "connection closed by peer",
                                    .protocol_error = std::nullopt});
@@ -209,8 +348,8 @@ void mqtt_connection::on_closed(std::error_code ec) {
 }
 
 void mqtt_connection::on_writability_changed(bool writable) {
-    if (actor_) {
-        actor_->tell_control(client_msg::writability{id_, writable});
+    if (auto actor = current_actor()) {
+        actor->tell_control(client_msg::writability{id_, writable});
     }
 }
 

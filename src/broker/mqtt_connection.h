@@ -10,10 +10,18 @@
 // the actor resumes it (resume_reading) once its mailbox drained — TCP flow control then slows
 // the publisher instead of the broker buffering without bound.
 //
+// Authentication (issue 6): after the client-id checks, a CONNECT goes through the blocked
+// clients list and then the authenticator, which may answer later on another thread. Until it
+// answers, reading is paused and packets already decoded wait in the backlog; on allow the
+// actor gets the CONNECT (with the client type and topic rules) and then the backlog, in order;
+// on deny the client gets CONNACK 0x86/0x87 (v3: 0x04/0x05), the refusal is logged and written
+// to the metadata store's unauthorized-client log.
+//
 // Lifecycle: created by the listener's accept handler, owned by the transport connection
 // (shared_ptr) and by the actor while attached. Concurrency: on_* callbacks come from the
 // connection's I/O strand; client_channel methods from the actor's thread.
 
+#include "auth/authenticator.h"
 #include "broker/client_actor.h"
 #include "broker/client_channel.h"
 #include "mqtt/decoder.h"
@@ -53,18 +61,34 @@ class mqtt_connection final : public net::connection_handler,
     bool input_ended() const override { return input_ended_.load(std::memory_order_acquire); }
 
   private:
+    // connecting → (authenticating →) attached, or refused. Written under backlog_mutex_.
+    enum class phase : std::uint8_t { connecting, authenticating, attached, refused };
+    struct pending_connect {
+        mqtt::connect packet;
+        bool id_assigned = false;
+        bool id_generated = false;
+    };
+
     void handle_connect(mqtt::connect&& c);
+    void on_authenticated(pending_connect&& pc, auth::auth_decision&& d);
+    // Hands the CONNECT to the client's actor; false when no actor would take it.
+    bool attach_locked(pending_connect&& pc, client_type type,
+                       std::shared_ptr<const auth::topic_rules> rules);
+    void refuse_unauthorized(const mqtt::connect& c, mqtt::reason_code code, std::string reason);
     void refuse_connect(mqtt::protocol_version version, mqtt::reason_code code,
-                        std::string_view why);
+                        std::string_view why, std::string_view client_id = {});
     void forward(client_message&& m);
+    std::shared_ptr<client_actor> current_actor();
 
     broker_core& core_;
     std::shared_ptr<net::connection> transport_;
     const std::uint64_t id_;
     const std::string remote_address_;
     mqtt::decoder decoder_;
-    std::shared_ptr<client_actor> actor_;  // set once CONNECT was handed over
-    bool refused_ = false;
+    std::shared_ptr<client_actor> actor_;  // set once CONNECT was handed over (under the mutex)
+    std::atomic<bool> refused_{false};
+    std::atomic<phase> phase_{phase::connecting};
+    bool peer_gone_ = false;  // closed while authenticating (under the mutex)
 
     std::mutex backlog_mutex_;
     std::deque<client_message> backlog_;

@@ -19,8 +19,10 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace starling::config {
 
@@ -230,14 +232,79 @@ struct mqtt_section {
     friend bool operator==(const mqtt_section&, const mqtt_section&) = default;
 };
 
+enum class basic_auth_strategy : std::uint8_t { both, client_id, username };
+
+std::string_view to_string(basic_auth_strategy strategy);
+
+struct basic_auth_section {
+    bool enabled{};
+    basic_auth_strategy auth_strategy{};
+    std::uint32_t verify_threads{};  // bcrypt workers
+
+    friend bool operator==(const basic_auth_section&, const basic_auth_section&) = default;
+};
+
+struct ssl_auth_section {
+    bool enabled{};
+    std::vector<std::filesystem::path> trust_store;  // PEM CA files; empty = listener's check
+    bool skip_validity_check_for_client_cert{};
+
+    friend bool operator==(const ssl_auth_section&, const ssl_auth_section&) = default;
+};
+
+struct circuit_breaker_section {
+    std::uint32_t failure_threshold{};
+    std::chrono::milliseconds cool_down{};
+
+    friend bool operator==(const circuit_breaker_section&,
+                           const circuit_breaker_section&) = default;
+};
+
+// One entry of security.mqtt.credentials (a YAML list, upserted into the metadata store at
+// start-up). Checked while loading: type, credentials-type, and which fields each type needs.
+struct credentials_entry {
+    std::string name;
+    std::string type;              // DEVICE or APPLICATION
+    std::string credentials_type;  // MQTT_BASIC or X_509
+    std::optional<std::string> client_id;
+    std::optional<std::string> username;
+    std::optional<std::string> password;  // plain (hashed at start-up) or a $2b$ bcrypt hash
+    std::optional<std::string> cert_cn;   // X_509: exact CN, or a regex with cert_cn_is_regex
+    bool cert_cn_is_regex{};
+    std::optional<std::vector<std::string>> pub;  // publish patterns; absent = allow all
+    std::optional<std::vector<std::string>> sub;  // subscribe patterns; absent = allow all
+
+    friend bool operator==(const credentials_entry&, const credentials_entry&) = default;
+};
+
+// One entry of security.mqtt.blocked-clients (YAML list).
+struct blocked_client_entry {
+    std::string type;  // CLIENT_ID, USERNAME, IP_ADDRESS or REGEX
+    std::string value;
+    std::string regex_match_target;     // REGEX only: CLIENT_ID, USERNAME or IP_ADDRESS
+    std::int64_t expiration_time_ms{};  // epoch ms; 0 = never expires
+    std::string description;
+
+    friend bool operator==(const blocked_client_entry&, const blocked_client_entry&) = default;
+};
+
 struct mqtt_security_section {
     bool allow_anonymous{};
+    std::vector<std::string> auth_providers;  // in order: MQTT_BASIC, X_509, JWT, HTTP
+    basic_auth_section basic;
+    ssl_auth_section ssl;
+    std::chrono::milliseconds auth_cache_ttl{};  // 0 = no cache
+    std::chrono::milliseconds provider_timeout{};
+    circuit_breaker_section circuit_breaker;
+    std::vector<credentials_entry> credentials;
+    std::vector<blocked_client_entry> blocked_clients;
 
     friend bool operator==(const mqtt_security_section&, const mqtt_security_section&) = default;
 };
 
 struct security_section {
     mqtt_security_section mqtt;
+    std::string admin_token;  // bearer token of the credentials REST API; empty = API disabled
 
     friend bool operator==(const security_section&, const security_section&) = default;
 };

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <regex>
 #include <sstream>
 #include <thread>
 #include <type_traits>
@@ -44,6 +45,15 @@ constexpr std::array<std::pair<std::string_view, shared_subscription_processing>
     shared_processing_names{{
         {"ROUND_ROBIN", shared_subscription_processing::round_robin},
     }};
+
+constexpr std::array<std::pair<std::string_view, basic_auth_strategy>, 4> basic_strategy_names{{
+    {"BOTH", basic_auth_strategy::both},
+    {"CLIENT_ID", basic_auth_strategy::client_id},
+    {"USERNAME", basic_auth_strategy::username},
+    {"CLIENT_ID_AND_USERNAME", basic_auth_strategy::both},  // TBMQ's name for BOTH
+}};
+
+constexpr std::array<std::string_view, 4> auth_provider_names{"MQTT_BASIC", "X_509", "JWT", "HTTP"};
 
 constexpr std::array<std::string_view, 7> log_levels{"trace", "debug",    "info", "warn",
                                                      "error", "critical", "off"};
@@ -303,6 +313,57 @@ binding text(key_info info, Access access, string_check check = nullptr) {
             }};
 }
 
+// A comma-separated list of provider names (a YAML list arrives joined with commas).
+template <class Access>
+binding provider_list(key_info info, Access access) {
+    return {info, [access](broker_config& config, const raw_value& value) {
+                std::vector<std::string> names;
+                std::string_view rest = value.text;
+                while (!trim(rest).empty()) {
+                    const auto comma = rest.find(',');
+                    const auto name = trim(rest.substr(0, comma));
+                    if (std::find(auth_provider_names.begin(), auth_provider_names.end(), name) ==
+                        auth_provider_names.end()) {
+                        reject(value, fmt::format("names '{}', which is not a provider ({})", name,
+                                                  join(auth_provider_names)));
+                    }
+                    if (std::find(names.begin(), names.end(), name) != names.end()) {
+                        reject(value, fmt::format("lists '{}' twice", name));
+                    }
+                    names.emplace_back(name);
+                    if (comma == std::string_view::npos) {
+                        break;
+                    }
+                    rest = rest.substr(comma + 1);
+                }
+                access(config) = std::move(names);
+            }};
+}
+
+// A comma-separated list of files (each must exist when the list is not empty).
+template <class Access>
+binding file_list(key_info info, Access access) {
+    return {info, [access](broker_config& config, const raw_value& value) {
+                std::vector<std::filesystem::path> files;
+                std::string_view rest = value.text;
+                while (!trim(rest).empty()) {
+                    const auto comma = rest.find(',');
+                    const auto name = trim(rest.substr(0, comma));
+                    std::error_code ec;
+                    if (!std::filesystem::is_regular_file(std::filesystem::path(name), ec)) {
+                        reject(value,
+                               fmt::format("names '{}', which is not a readable file", name));
+                    }
+                    files.emplace_back(name);
+                    if (comma == std::string_view::npos) {
+                        break;
+                    }
+                    rest = rest.substr(comma + 1);
+                }
+                access(config) = std::move(files);
+            }};
+}
+
 // --- string checks
 
 std::optional<std::string> ip_address(std::string_view text) {
@@ -489,8 +550,38 @@ const std::vector<binding>& bindings() {
                 FIELD(mqtt.retain_available)),
         integer({"mqtt.max-qos", "MQTT_MAX_QOS", "2"}, FIELD(mqtt.max_qos), {.min = 0, .max = 2}),
         // --- security
-        boolean({"security.mqtt.allow-anonymous", "SECURITY_MQTT_ALLOW_ANONYMOUS", "true"},
+        boolean({"security.mqtt.allow-anonymous", "SECURITY_MQTT_ALLOW_ANONYMOUS", "false"},
                 FIELD(security.mqtt.allow_anonymous)),
+        provider_list({"security.mqtt.auth-providers", "SECURITY_MQTT_AUTH_PROVIDERS",
+                       "MQTT_BASIC,X_509,JWT,HTTP"},
+                      FIELD(security.mqtt.auth_providers)),
+        boolean({"security.mqtt.basic.enabled", "SECURITY_MQTT_BASIC_ENABLED", "true"},
+                FIELD(security.mqtt.basic.enabled)),
+        enumeration(
+            {"security.mqtt.basic.auth-strategy", "SECURITY_MQTT_BASIC_AUTH_STRATEGY", "BOTH"},
+            FIELD(security.mqtt.basic.auth_strategy), basic_strategy_names),
+        integer({"security.mqtt.basic.verify-threads", "SECURITY_MQTT_BASIC_VERIFY_THREADS", "2"},
+                FIELD(security.mqtt.basic.verify_threads), {.min = 1, .max = 64}),
+        boolean({"security.mqtt.ssl.enabled", "SECURITY_MQTT_SSL_ENABLED", "false"},
+                FIELD(security.mqtt.ssl.enabled)),
+        file_list({"security.mqtt.ssl.trust-store", "SECURITY_MQTT_SSL_TRUST_STORE", ""},
+                  FIELD(security.mqtt.ssl.trust_store)),
+        boolean({"security.mqtt.ssl.skip-validity-check-for-client-cert",
+                 "SECURITY_MQTT_SSL_SKIP_VALIDITY_CHECK_FOR_CLIENT_CERT", "false"},
+                FIELD(security.mqtt.ssl.skip_validity_check_for_client_cert)),
+        text({"security.admin-token", "SECURITY_ADMIN_TOKEN", ""}, FIELD(security.admin_token)),
+        integer({"security.mqtt.auth-cache-ttl-ms", "SECURITY_MQTT_AUTH_CACHE_TTL_MS", "60000"},
+                FIELD(security.mqtt.auth_cache_ttl),
+                {.min = 0, .max = 86400000, .unit = "ms", .note = "0 = no cache"}),
+        integer({"security.mqtt.provider-timeout-ms", "SECURITY_MQTT_PROVIDER_TIMEOUT_MS", "5000"},
+                FIELD(security.mqtt.provider_timeout), {.min = 1, .max = 600000, .unit = "ms"}),
+        integer({"security.mqtt.circuit-breaker.failure-threshold",
+                 "SECURITY_MQTT_CIRCUIT_BREAKER_FAILURE_THRESHOLD", "5"},
+                FIELD(security.mqtt.circuit_breaker.failure_threshold), {.min = 1, .max = 1000000}),
+        integer({"security.mqtt.circuit-breaker.cool-down-ms",
+                 "SECURITY_MQTT_CIRCUIT_BREAKER_COOL_DOWN_MS", "30000"},
+                FIELD(security.mqtt.circuit_breaker.cool_down),
+                {.min = 1, .max = 86400000, .unit = "ms"}),
     };
     return table;
 }
@@ -524,6 +615,16 @@ std::optional<std::string> find_value(const YAML::Node& node,
     if (parts.empty()) {
         if (node.IsNull()) {
             return std::string{};
+        }
+        if (key == "security.mqtt.auth-providers" && node.IsSequence() &&
+            std::all_of(node.begin(), node.end(),
+                        [](const YAML::Node& n) { return n.IsScalar(); })) {
+            // A list of names (security.mqtt.auth-providers): the binding parses the commas.
+            std::string joined;
+            for (const auto& item : node) {
+                joined += (joined.empty() ? "" : ",") + item.Scalar();
+            }
+            return joined;
         }
         if (!node.IsScalar()) {
             const auto* what = node.IsMap() ? "a section" : "a list";
@@ -631,6 +732,185 @@ void resolve(broker_config& config) {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// security.mqtt.credentials and security.mqtt.blocked-clients: lists of maps, outside the
+// scalar key table. Values may use ${ENV:default} like every other value.
+
+constexpr std::array<std::string_view, 2> security_list_keys{"security.mqtt.credentials",
+                                                             "security.mqtt.blocked-clients"};
+
+YAML::Node security_list(const YAML::Node& root, std::string_view name) {
+    // A missing key yields an undefined node, which throws on any other question: ask
+    // IsDefined() first at every level.
+    if (!root.IsDefined() || !root.IsMap()) {
+        return YAML::Node();
+    }
+    const YAML::Node security = root["security"];
+    if (!security.IsDefined() || !security.IsMap()) {
+        return YAML::Node();
+    }
+    const YAML::Node mqtt = security["mqtt"];
+    if (!mqtt.IsDefined() || !mqtt.IsMap()) {
+        return YAML::Node();
+    }
+    const YAML::Node list = mqtt[std::string(name)];
+    return list.IsDefined() ? list : YAML::Node();
+}
+
+struct list_item {
+    const YAML::Node& node;
+    std::string path;  // "security.mqtt.credentials[2]"
+    const env_lookup& env;
+
+    [[noreturn]] void fail(std::string_view field, std::string_view why) const {
+        throw config_error(path + "." + std::string(field),
+                           fmt::format("{}.{}: {}", path, field, why));
+    }
+
+    std::optional<std::string> text(std::string_view field) const {
+        const YAML::Node value = node[std::string(field)];
+        if (!value.IsDefined() || value.IsNull()) {
+            return std::nullopt;
+        }
+        if (!value.IsScalar()) {
+            fail(field, "expected a single value");
+        }
+        const auto key = path + "." + std::string(field);
+        return substitute(key, value.Scalar(), env).text;
+    }
+
+    std::string required(std::string_view field) const {
+        auto value = text(field);
+        if (!value || value->empty()) {
+            fail(field, "is required");
+        }
+        return *value;
+    }
+
+    std::string one_of(std::string_view field, std::span<const std::string_view> names,
+                       std::optional<std::string_view> fallback = std::nullopt) const {
+        auto value = text(field);
+        if (!value && fallback) {
+            return std::string(*fallback);
+        }
+        if (!value || std::find(names.begin(), names.end(), *value) == names.end()) {
+            fail(field, fmt::format("\"{}\" is not one of: {}", value.value_or(""), join(names)));
+        }
+        return *value;
+    }
+
+    std::optional<std::vector<std::string>> patterns(std::string_view field) const {
+        const YAML::Node value = node[std::string(field)];
+        if (!value.IsDefined() || value.IsNull()) {
+            return std::nullopt;
+        }
+        std::vector<std::string> out;
+        if (value.IsScalar()) {
+            out.push_back(value.Scalar());
+        } else if (value.IsSequence()) {
+            for (const auto& item : value) {
+                if (!item.IsScalar()) {
+                    fail(field, "expected a list of regular expressions");
+                }
+                out.push_back(item.Scalar());
+            }
+        } else {
+            fail(field, "expected a list of regular expressions");
+        }
+        for (const auto& pattern : out) {
+            try {
+                std::regex compiled(pattern);
+            } catch (const std::regex_error& e) {
+                fail(field, fmt::format("\"{}\" is not a valid regular expression: {}", pattern,
+                                        e.what()));
+            }
+        }
+        return out;
+    }
+};
+
+void parse_security_lists(const YAML::Node& root, const env_lookup& env, broker_config& config) {
+    static constexpr std::array<std::string_view, 2> client_types{"DEVICE", "APPLICATION"};
+    static constexpr std::array<std::string_view, 2> credentials_types{"MQTT_BASIC", "X_509"};
+    static constexpr std::array<std::string_view, 4> blocked_types{"CLIENT_ID", "USERNAME",
+                                                                   "IP_ADDRESS", "REGEX"};
+    static constexpr std::array<std::string_view, 3> regex_targets{"CLIENT_ID", "USERNAME",
+                                                                   "IP_ADDRESS"};
+    auto list_of = [&root](std::string_view name, std::string_view key) {
+        YAML::Node list = security_list(root, name);
+        if (list.IsDefined() && !list.IsNull() && !list.IsSequence()) {
+            throw config_error(std::string(key), fmt::format("{}: expected a list", key));
+        }
+        return list;
+    };
+    const YAML::Node credentials = list_of("credentials", security_list_keys[0]);
+    std::size_t index = 0;
+    for (const auto& node : credentials) {
+        list_item item{node, fmt::format("{}[{}]", security_list_keys[0], index++), env};
+        if (!node.IsMap()) {
+            throw config_error(item.path, fmt::format("{}: expected a map", item.path));
+        }
+        credentials_entry e;
+        e.name = item.required("name");
+        e.type = item.one_of("type", client_types, "DEVICE");
+        e.credentials_type = item.one_of("credentials-type", credentials_types);
+        e.client_id = item.text("client-id");
+        e.username = item.text("username");
+        e.password = item.text("password");
+        e.cert_cn = item.text("cert-cn");
+        if (auto regex = item.text("cert-cn-regex")) {
+            if (e.cert_cn) {
+                item.fail("cert-cn-regex", "give cert-cn or cert-cn-regex, not both");
+            }
+            e.cert_cn = std::move(regex);
+            e.cert_cn_is_regex = true;
+        }
+        e.pub = item.patterns("pub");
+        e.sub = item.patterns("sub");
+        if (e.credentials_type == "MQTT_BASIC") {
+            if (!e.client_id && !e.username) {
+                item.fail("client-id", "MQTT_BASIC credentials need client-id, username or both");
+            }
+            if (e.cert_cn) {
+                item.fail("cert-cn", "belongs to X_509 credentials");
+            }
+        } else {
+            if (!e.cert_cn) {
+                item.fail("cert-cn", "X_509 credentials need cert-cn or cert-cn-regex");
+            }
+            if (e.client_id || e.username || e.password) {
+                item.fail("credentials-type",
+                          "X_509 credentials take cert-cn, not client-id/username/password");
+            }
+        }
+        config.security.mqtt.credentials.push_back(std::move(e));
+    }
+    const YAML::Node blocked = list_of("blocked-clients", security_list_keys[1]);
+    index = 0;
+    for (const auto& node : blocked) {
+        list_item item{node, fmt::format("{}[{}]", security_list_keys[1], index++), env};
+        if (!node.IsMap()) {
+            throw config_error(item.path, fmt::format("{}: expected a map", item.path));
+        }
+        blocked_client_entry e;
+        e.type = item.one_of("type", blocked_types);
+        e.value = item.required("value");
+        if (e.type == "REGEX") {
+            // The pattern itself is checked by the block list at start-up (its regex syntax).
+            e.regex_match_target = item.one_of("regex-match-target", regex_targets, "CLIENT_ID");
+        }
+        if (auto expiry = item.text("expiration-time")) {
+            const auto parsed = parse_integer(*expiry);
+            if (!parsed || *parsed < 0) {
+                item.fail("expiration-time", "expected epoch milliseconds (0 = never expires)");
+            }
+            e.expiration_time_ms = *parsed;
+        }
+        e.description = item.text("description").value_or("");
+        config.security.mqtt.blocked_clients.push_back(std::move(e));
+    }
+}
+
 YAML::Node parse_yaml(std::string_view yaml_text, std::string_view source_name) {
     try {
         YAML::Node root = YAML::Load(std::string(yaml_text));
@@ -651,6 +931,9 @@ std::string_view to_string(run_mode mode) { return name_of(run_mode_names, mode)
 std::string_view to_string(fsync_policy policy) { return name_of(fsync_policy_names, policy); }
 std::string_view to_string(shared_subscription_processing type) {
     return name_of(shared_processing_names, type);
+}
+std::string_view to_string(basic_auth_strategy strategy) {
+    return name_of(basic_strategy_names, strategy);
 }
 
 std::optional<std::string> process_environment(std::string_view name) {
@@ -674,6 +957,10 @@ broker_config parse_config(std::string_view yaml_text, const load_options& optio
                     : fmt::format("${{{}:{}}}", row.info.env, row.info.default_value);
         row.apply(config, substitute(row.info.key, source, options.env));
     }
+    for (std::string_view list_key : security_list_keys) {
+        known.insert(list_key);
+    }
+    parse_security_lists(root, options.env, config);
     std::vector<std::string> leaves;
     collect_leaves(root, "", leaves);
     for (const auto& leaf : leaves) {

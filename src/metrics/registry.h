@@ -12,6 +12,7 @@
 // registration may also run on any thread; they serialize among themselves on one mutex.
 
 #include "metrics/actor_probe.h"
+#include "metrics/auth_probe.h"
 #include "metrics/broker_probe.h"
 #include "metrics/latency_histogram.h"
 #include "metrics/log_probe.h"
@@ -69,6 +70,7 @@ class registry {
     log_probe& log() noexcept { return log_; }
     routing_probe& routing() noexcept { return routing_; }
     actor_probe& actor() noexcept { return actor_; }
+    auth_probe& auth() noexcept { return auth_; }
 
     // Registers a function that sets gauges from live state; every serialize() runs all of
     // them first (prometheus-cpp has no callback gauges). A refresher runs under the
@@ -90,6 +92,7 @@ class registry {
     log_probe log_;
     routing_probe routing_;
     actor_probe actor_;
+    auth_probe auth_;
 
     std::mutex scrape_mutex_;  // guards everything below and serializes scrapes
     std::map<std::uint64_t, std::function<void()>> refreshers_;

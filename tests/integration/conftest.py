@@ -84,9 +84,12 @@ class BrokerFactory:
         env: dict[str, str] | None = None,
         mosquitto_conf: list[str] | None = None,
         start: bool = True,
+        config_text: str | None = None,
     ) -> Broker:
         work_dir = self.base_dir / f"broker{len(self.brokers)}"
-        broker = make_broker(work_dir, env=env, mosquitto_conf=mosquitto_conf)
+        broker = make_broker(
+            work_dir, env=env, mosquitto_conf=mosquitto_conf, config_text=config_text
+        )
         self.brokers.append(broker)
         if start:
             broker.start()

@@ -190,7 +190,13 @@ class Broker:
 class StarlingdBroker(Broker):
     kind = "starlingd"
 
-    def __init__(self, work_dir: Path, env: dict[str, str] | None = None, binary=None) -> None:
+    def __init__(
+        self,
+        work_dir: Path,
+        env: dict[str, str] | None = None,
+        binary=None,
+        config_text: str | None = None,
+    ) -> None:
         super().__init__(work_dir, env)
         self.binary = Path(binary) if binary else starlingd_path()
         if self.binary is None or not self.binary.exists():
@@ -199,6 +205,11 @@ class StarlingdBroker(Broker):
                 "(or run with STARLING_TEST_BROKER=mosquitto)"
             )
         self.config = REPO_ROOT / "config" / "starling.yml"
+        if config_text is not None:
+            # A test-specific configuration (lists such as security.mqtt.credentials have no
+            # environment variable).
+            self.config = self.work_dir / "starling.yml"
+            self.config.write_text(config_text)
 
     @property
     def listeners_file(self) -> Path:
@@ -218,6 +229,9 @@ class StarlingdBroker(Broker):
                 "LISTENER_TCP_BIND_PORT": str(self.port or 0),
                 "HTTP_BIND_PORT": str(self.http_port or 0),
                 "STARLING_LOG_LEVEL": "debug",
+                # Anonymous access is off by default; the suite's clients connect without
+                # credentials unless a test (test_auth.py) turns it off again.
+                "SECURITY_MQTT_ALLOW_ANONYMOUS": "true",
             }
         )
         env.update(self.extra_env)
@@ -326,6 +340,7 @@ def make_broker(
     env: dict[str, str] | None = None,
     mosquitto_conf: list[str] | None = None,
     kind: str | None = None,
+    config_text: str | None = None,
 ) -> Broker:
     """Creates (does not start) the broker selected by STARLING_TEST_BROKER.
 
@@ -335,4 +350,4 @@ def make_broker(
     kind = kind or broker_kind()
     if kind == "mosquitto":
         return MosquittoBroker(work_dir, mosquitto_conf)
-    return StarlingdBroker(work_dir, env)
+    return StarlingdBroker(work_dir, env, config_text=config_text)

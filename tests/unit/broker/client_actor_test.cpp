@@ -165,7 +165,11 @@ class broker_fixture : public ::testing::Test {
             c.properties.session_expiry_interval = session_expiry;
         }
         auto actor = node_->core().actor_for(client_id);
-        EXPECT_TRUE(actor->tell_control(client_msg::connect{channel, std::move(c), false}));
+        EXPECT_TRUE(actor->tell_control(client_msg::connect{.channel = channel,
+                                                            .packet = std::move(c),
+                                                            .id_assigned = false,
+                                                            .rules = next_rules_}));
+        next_rules_.reset();
         auto ack = channel->expect<mqtt::connack>();
         EXPECT_EQ(ack.reason_code, mqtt::reason_code::success);
         EXPECT_EQ(ack.session_present, expect_present);
@@ -198,6 +202,22 @@ class broker_fixture : public ::testing::Test {
     std::chrono::seconds named_actor_grace_{60};
     std::uint16_t max_in_flight_ = 1000;
     std::size_t outbound_queue_limit_ = 10000;
+    // Topic rules the next connect() hands to the actor (what authentication decided).
+    std::shared_ptr<const auth::topic_rules> next_rules_;
+
+    static std::shared_ptr<const auth::topic_rules> rules(std::string publish,
+                                                          std::string subscribe) {
+        auto r = std::make_shared<auth::topic_rules>();
+        r->publish.emplace_back(publish);
+        r->subscribe.emplace_back(subscribe);
+        return r;
+    }
+    double dropped_not_authorized() {
+        const auto text = metrics_.serialize();
+        const std::string key = "droppedMsgs_total{reason=\"not_authorized\"} ";
+        const auto at = text.find(key);
+        return at == std::string::npos ? -1 : std::stod(text.substr(at + key.size()));
+    }
 
     // Runs a no-op through the client's mailbox and waits for it: everything told before it
     // (on either lane) has been handled when this returns.
@@ -450,6 +470,100 @@ TEST_F(broker_fixture_small_window, every_retained_message_is_delivered_past_the
         send("sub", *sub, mqtt::puback{msg.packet_id, mqtt::reason_code::success, {}});
     }
     EXPECT_EQ(seen.size(), static_cast<std::size_t>(count));
+}
+
+}  // namespace
+}  // namespace starling::broker
+
+namespace starling::broker {
+namespace {
+
+TEST_F(broker_fixture, v5_publish_to_a_denied_topic_gets_0x87_and_is_dropped) {
+    auto sub = connect("watch", true);
+    subscribe("watch", *sub, "acl/#", mqtt::qos::at_least_once);
+    next_rules_ = rules("acl/ok/.*", ".*");
+    auto pub = connect("limited", true);
+    send("limited", *pub,
+         mqtt::publish{.topic = "acl/denied",
+                       .payload = "no",
+                       .qos = mqtt::qos::at_least_once,
+                       .packet_id = 1,
+                       .properties = {}});
+    auto ack = pub->expect<mqtt::puback>();
+    EXPECT_EQ(ack.packet_id, 1);
+    EXPECT_EQ(ack.reason_code, mqtt::reason_code::not_authorized);
+    send("limited", *pub,
+         mqtt::publish{.topic = "acl/denied",
+                       .payload = "no",
+                       .qos = mqtt::qos::exactly_once,
+                       .packet_id = 2,
+                       .properties = {}});
+    EXPECT_EQ(pub->expect<mqtt::pubrec>().reason_code, mqtt::reason_code::not_authorized);
+    send("limited", *pub,
+         mqtt::publish{.topic = "acl/ok/1",
+                       .payload = "yes",
+                       .qos = mqtt::qos::at_least_once,
+                       .packet_id = 3,
+                       .properties = {}});
+    EXPECT_EQ(pub->expect<mqtt::puback>().reason_code, mqtt::reason_code::success);
+    // The first message the watcher sees is the allowed one: the denied ones never reached
+    // the log.
+    auto msg = sub->expect<mqtt::publish>();
+    EXPECT_EQ(msg.topic, "acl/ok/1");
+    EXPECT_EQ(dropped_not_authorized(), 2);
+}
+
+TEST_F(broker_fixture, v3_publish_to_a_denied_topic_is_acknowledged_and_dropped) {
+    auto sub = connect("watch", true);
+    subscribe("watch", *sub, "acl/#", mqtt::qos::at_least_once);
+    next_rules_ = rules("acl/ok/.*", ".*");
+    auto pub = connect("limited3", true, mqtt::protocol_version::v3_1_1);
+    send("limited3", *pub,
+         mqtt::publish{.topic = "acl/denied",
+                       .payload = "no",
+                       .qos = mqtt::qos::at_least_once,
+                       .packet_id = 1,
+                       .properties = {}});
+    EXPECT_EQ(pub->expect<mqtt::puback>().packet_id, 1);
+    send("limited3", *pub,
+         mqtt::publish{.topic = "acl/denied",
+                       .payload = "no",
+                       .qos = mqtt::qos::exactly_once,
+                       .packet_id = 2,
+                       .properties = {}});
+    EXPECT_EQ(pub->expect<mqtt::pubrec>().packet_id, 2);
+    send("limited3", *pub, mqtt::pubrel{2, mqtt::reason_code::success, {}});
+    auto comp = pub->expect<mqtt::pubcomp>();
+    EXPECT_EQ(comp.packet_id, 2);
+    EXPECT_EQ(comp.reason_code, mqtt::reason_code::success);  // the QoS 2 flow completes
+    send("limited3", *pub,
+         mqtt::publish{.topic = "acl/ok/2",
+                       .payload = "yes",
+                       .qos = mqtt::qos::at_least_once,
+                       .packet_id = 3,
+                       .properties = {}});
+    EXPECT_EQ(pub->expect<mqtt::puback>().packet_id, 3);
+    EXPECT_EQ(sub->expect<mqtt::publish>().topic, "acl/ok/2");
+    EXPECT_EQ(dropped_not_authorized(), 2);
+}
+
+TEST_F(broker_fixture, subscribe_to_a_denied_filter_gets_its_failure_code) {
+    for (auto v : {mqtt::protocol_version::v5, mqtt::protocol_version::v3_1_1}) {
+        const std::string id = v == mqtt::protocol_version::v5 ? "sub5" : "sub3";
+        next_rules_ = rules(".*", "allowed/.*");
+        auto ch = connect(id, true, v);
+        mqtt::subscribe s;
+        s.packet_id = 9;
+        s.subscriptions.push_back({"denied/#", {.qos = mqtt::qos::at_least_once}});
+        s.subscriptions.push_back({"allowed/x", {.qos = mqtt::qos::at_least_once}});
+        send(id, *ch, s);
+        auto ack = ch->expect<mqtt::suback>();
+        ASSERT_EQ(ack.reason_codes.size(), 2U);
+        EXPECT_EQ(ack.reason_codes[0], v == mqtt::protocol_version::v5
+                                           ? mqtt::reason_code::not_authorized
+                                           : mqtt::reason_code::unspecified_error);
+        EXPECT_EQ(ack.reason_codes[1], mqtt::reason_code::granted_qos_1);
+    }
 }
 
 }  // namespace

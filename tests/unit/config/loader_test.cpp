@@ -107,7 +107,31 @@ TEST(config_loader, shipped_file_yields_the_documented_defaults) {
     EXPECT_EQ(c.mqtt.response_info, "");
     EXPECT_TRUE(c.mqtt.retain_available);
     EXPECT_EQ(c.mqtt.max_qos, 2);
-    EXPECT_TRUE(c.security.mqtt.allow_anonymous);
+    EXPECT_FALSE(c.security.mqtt.allow_anonymous);
+    EXPECT_EQ(c.security.mqtt.auth_providers,
+              (std::vector<std::string>{"MQTT_BASIC", "X_509", "JWT", "HTTP"}));
+    EXPECT_TRUE(c.security.mqtt.basic.enabled);
+    EXPECT_EQ(c.security.mqtt.basic.auth_strategy, basic_auth_strategy::both);
+    EXPECT_EQ(c.security.mqtt.auth_cache_ttl, 60000ms);
+    EXPECT_EQ(c.security.mqtt.provider_timeout, 5000ms);
+    EXPECT_EQ(c.security.mqtt.circuit_breaker.failure_threshold, 5);
+    EXPECT_TRUE(c.security.mqtt.credentials.empty());
+    EXPECT_TRUE(c.security.mqtt.blocked_clients.empty());
+    EXPECT_FALSE(c.security.mqtt.ssl.enabled);
+    EXPECT_TRUE(c.security.mqtt.ssl.trust_store.empty());
+    EXPECT_FALSE(c.security.mqtt.ssl.skip_validity_check_for_client_cert);
+    EXPECT_EQ(c.security.admin_token, "");
+}
+
+TEST(config_loader, trust_store_files_must_exist) {
+    try {
+        parse_config("", with_env({{"SECURITY_MQTT_SSL_TRUST_STORE", "/nonexistent/ca.pem"}}));
+        FAIL() << "a missing CA file must be rejected";
+    } catch (const config_error& e) {
+        EXPECT_EQ(e.key(), "security.mqtt.ssl.trust-store");
+        EXPECT_THAT(e.what(), HasSubstr("/nonexistent/ca.pem"));
+        EXPECT_THAT(e.what(), HasSubstr("SECURITY_MQTT_SSL_TRUST_STORE"));
+    }
 }
 
 TEST(config_loader, built_in_defaults_equal_the_shipped_file) {
@@ -238,6 +262,80 @@ TEST(config_loader, enums_and_booleans_are_relaxed_like_spring) {
     EXPECT_FALSE(c.mqtt.retain_available);
     EXPECT_FALSE(c.security.mqtt.allow_anonymous);
     EXPECT_TRUE(c.listener.tcp.enabled);
+}
+
+TEST(config_loader, auth_providers_accept_a_yaml_list_or_commas) {
+    auto c = parse_config("security: {mqtt: {auth-providers: [X_509, MQTT_BASIC]}}", with_env({}));
+    EXPECT_EQ(c.security.mqtt.auth_providers, (std::vector<std::string>{"X_509", "MQTT_BASIC"}));
+    c = parse_config("", with_env({{"SECURITY_MQTT_AUTH_PROVIDERS", "HTTP, JWT"}}));
+    EXPECT_EQ(c.security.mqtt.auth_providers, (std::vector<std::string>{"HTTP", "JWT"}));
+    try {
+        parse_config("security: {mqtt: {auth-providers: [MQTT_BASIC, LDAP]}}", with_env({}));
+        FAIL() << "an unknown provider must be rejected";
+    } catch (const config_error& e) {
+        EXPECT_THAT(e.what(), HasSubstr("security.mqtt.auth-providers"));
+        EXPECT_THAT(e.what(), HasSubstr("LDAP"));
+    }
+}
+
+TEST(config_loader, credentials_and_blocked_clients_lists) {
+    const auto c = parse_config(R"(
+security:
+  mqtt:
+    basic: {auth-strategy: CLIENT_ID_AND_USERNAME}
+    credentials:
+      - name: sensor
+        credentials-type: MQTT_BASIC
+        username: alice
+        password: "${ALICE_PW:secret}"
+        pub: ["sensors/.*"]
+      - name: gateway
+        type: APPLICATION
+        credentials-type: X_509
+        cert-cn-regex: "gw-.*"
+    blocked-clients:
+      - {type: CLIENT_ID, value: rogue}
+      - {type: REGEX, value: "bad-.*", regex-match-target: USERNAME, expiration-time: 42}
+)",
+                                with_env({{"ALICE_PW", "from-env"}}));
+    EXPECT_EQ(c.security.mqtt.basic.auth_strategy, basic_auth_strategy::both);
+    ASSERT_EQ(c.security.mqtt.credentials.size(), 2U);
+    const auto& basic = c.security.mqtt.credentials[0];
+    EXPECT_EQ(basic.type, "DEVICE");
+    EXPECT_EQ(basic.username, "alice");
+    EXPECT_EQ(basic.password, "from-env");
+    EXPECT_EQ(basic.pub, (std::vector<std::string>{"sensors/.*"}));
+    EXPECT_FALSE(basic.sub.has_value());
+    const auto& x509 = c.security.mqtt.credentials[1];
+    EXPECT_EQ(x509.type, "APPLICATION");
+    EXPECT_EQ(x509.cert_cn, "gw-.*");
+    EXPECT_TRUE(x509.cert_cn_is_regex);
+    ASSERT_EQ(c.security.mqtt.blocked_clients.size(), 2U);
+    EXPECT_EQ(c.security.mqtt.blocked_clients[1].regex_match_target, "USERNAME");
+    EXPECT_EQ(c.security.mqtt.blocked_clients[1].expiration_time_ms, 42);
+}
+
+TEST(config_loader, bad_credentials_entries_name_the_field) {
+    const std::pair<const char*, const char*> cases[] = {
+        {"credentials: [{name: a, credentials-type: MQTT_BASIC}]",
+         "security.mqtt.credentials[0].client-id"},
+        {"credentials: [{name: a, credentials-type: LDAP, username: u}]",
+         "security.mqtt.credentials[0].credentials-type"},
+        {"credentials: [{name: a, credentials-type: X_509, cert-cn: x, password: p}]",
+         "security.mqtt.credentials[0].credentials-type"},
+        {"credentials: [{name: a, credentials-type: MQTT_BASIC, username: u, pub: ['(']}]",
+         "security.mqtt.credentials[0].pub"},
+        {"blocked-clients: [{type: HOST, value: x}]", "security.mqtt.blocked-clients[0].type"},
+        {"blocked-clients: [{type: CLIENT_ID}]", "security.mqtt.blocked-clients[0].value"},
+    };
+    for (const auto& [yaml, key] : cases) {
+        try {
+            parse_config(std::string("security: {mqtt: {") + yaml + "}}", with_env({}));
+            ADD_FAILURE() << "accepted: " << yaml;
+        } catch (const config_error& e) {
+            EXPECT_THAT(e.what(), HasSubstr(key)) << yaml;
+        }
+    }
 }
 
 TEST(config_loader, unknown_keys_warn_but_load) {

@@ -1,0 +1,32 @@
+#pragma once
+
+// The daemon's authentication wiring: turns security.mqtt.* into the authenticator (providers
+// in the configured order), the blocked-clients list, and the bcrypt worker pool, and upserts
+// the configured credentials into the metadata store before any listener opens.
+//
+// Lifecycle: build_security() runs once at start-up (throws std::runtime_error naming the
+// config key on bad input); the parts live until the daemon stops: stop the pool after the
+// listeners, destroy the authenticator after the timer service stopped.
+
+#include "actor/timer_service.h"
+#include "auth/authenticator.h"
+#include "auth/blocked_clients.h"
+#include "auth/worker_pool.h"
+#include "config/broker_config.h"
+#include "metrics/auth_probe.h"
+#include "starling/metadata_store.h"
+
+#include <memory>
+
+namespace starling::app {
+
+struct security_parts {
+    std::unique_ptr<auth::worker_pool> pool;
+    std::unique_ptr<auth::authenticator> authenticator;
+    std::unique_ptr<auth::blocked_clients> blocked;
+};
+
+security_parts build_security(const config::broker_config& cfg, metadata_store& metadata,
+                              actor::timer_service& timers, metrics::auth_probe& probe);
+
+}  // namespace starling::app

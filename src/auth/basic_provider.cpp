@@ -1,0 +1,129 @@
+#include "auth/basic_provider.h"
+
+#include "auth/password.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace starling::auth {
+namespace {
+
+// Bounds the verification cache; past it, expired entries are swept and, if still full, the
+// cache is cleared (a flood of distinct passwords must not grow memory).
+constexpr std::size_t verified_cache_limit = 100000;
+
+}  // namespace
+
+basic_provider::basic_provider(metadata_store& store, worker_pool& pool,
+                               basic_auth_strategy strategy, const starling::clock& clock,
+                               std::chrono::milliseconds verified_ttl)
+    : store_(store), pool_(pool), strategy_(strategy), clock_(clock), verified_ttl_(verified_ttl) {}
+
+void basic_provider::authenticate(const auth_request& request,
+                                  std::function<void(auth_result)> done) {
+    auto ids = basic_credentials_ids(strategy_, request.client_id, request.username);
+    if (ids.empty()) {
+        done(auth_result{.outcome = verdict::not_applicable, .reason = "no basic credentials id"});
+        return;
+    }
+    store_.find_credentials(ids, [this, ids, password = request.password, done = std::move(done)](
+                                     result<std::vector<client_credentials>> rows) mutable {
+        if (!rows) {
+            done(auth_result{.outcome = verdict::deny,
+                             .reason = "credentials store error: " + rows.error().message(),
+                             .bad_credentials = false,
+                             .failed = true});
+            return;
+        }
+        std::vector<candidate> candidates;
+        for (const auto& id : ids) {  // most specific id first
+            for (auto& row : *rows) {
+                if (row.credentials_id != id || row.credentials_type != credentials_type_basic) {
+                    continue;
+                }
+                std::string why;
+                auto parsed = parse_basic_credentials(row.credentials_value, &why);
+                if (!parsed) {
+                    spdlog::warn("credentials {}: unusable MQTT_BASIC value: {}",
+                                 row.credentials_id, why);
+                    continue;
+                }
+                candidates.push_back({row.type, row.credentials_id, std::move(*parsed)});
+            }
+        }
+        if (candidates.empty()) {
+            done(auth_result{.outcome = verdict::not_applicable,
+                             .reason = "no MQTT_BASIC credentials"});
+            return;
+        }
+        verify(std::move(candidates), std::move(password), std::move(done));
+    });
+}
+
+void basic_provider::verify(std::vector<candidate> candidates, std::optional<std::string> password,
+                            std::function<void(auth_result)> done) {
+    auto job = [this, candidates = std::move(candidates), password = std::move(password),
+                done]() mutable {
+        const std::string offered_sha = password ? sha256_hex(*password) : std::string("-");
+        for (auto& c : candidates) {
+            bool ok = false;
+            if (!c.credentials.password_hash) {
+                ok = true;  // credentials without a password accept any (as TBMQ)
+            } else if (password) {
+                auto key = *c.credentials.password_hash + '\n' + offered_sha;
+                ok = verified_recently(key);
+                if (!ok && bcrypt_verify(*password, *c.credentials.password_hash)) {
+                    ok = true;
+                    remember_verified(std::move(key));
+                }
+            }
+            if (ok) {
+                done(auth_result{.outcome = verdict::allow,
+                                 .type = c.type,
+                                 .rules = c.credentials.rules,
+                                 .reason = "credentials " + c.credentials_id});
+                return;
+            }
+        }
+        done(auth_result{.outcome = verdict::deny,
+                         .reason = password ? "wrong password" : "password required",
+                         .bad_credentials = true});
+    };
+    if (!pool_.submit(std::move(job))) {
+        done(auth_result{.outcome = verdict::deny,
+                         .reason = "auth worker pool busy",
+                         .bad_credentials = false,
+                         .failed = true});
+    }
+}
+
+bool basic_provider::verified_recently(const std::string& key) {
+    std::lock_guard lock(cache_mutex_);
+    auto it = verified_.find(key);
+    if (it == verified_.end()) {
+        return false;
+    }
+    if (clock_.steady_now() >= it->second) {
+        verified_.erase(it);
+        return false;
+    }
+    return true;
+}
+
+void basic_provider::remember_verified(std::string key) {
+    if (verified_ttl_.count() <= 0) {
+        return;
+    }
+    const auto now = clock_.steady_now();
+    std::lock_guard lock(cache_mutex_);
+    if (verified_.size() >= verified_cache_limit) {
+        std::erase_if(verified_, [now](const auto& entry) { return now >= entry.second; });
+        if (verified_.size() >= verified_cache_limit) {
+            verified_.clear();
+        }
+    }
+    verified_[std::move(key)] = now + verified_ttl_;
+}
+
+}  // namespace starling::auth

@@ -1,0 +1,294 @@
+#include "auth/credentials.h"
+
+#include "auth/password.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+
+namespace starling::auth {
+namespace {
+
+using json = nlohmann::json;
+
+std::error_code invalid() { return std::make_error_code(std::errc::invalid_argument); }
+
+void set_why(std::string* why, std::string text) {
+    if (why != nullptr) {
+        *why = std::move(text);
+    }
+}
+
+// Compiles one pattern list; regex compile errors are caught here because std::regex reports
+// them only by exception (nothing past this function throws).
+bool compile(const json& list, std::vector<std::regex>& out, std::string* why) {
+    if (!list.is_array()) {
+        set_why(why, "a rule pattern list must be a JSON array of strings");
+        return false;
+    }
+    for (const auto& item : list) {
+        if (!item.is_string()) {
+            set_why(why, "a rule pattern must be a string");
+            return false;
+        }
+        try {
+            out.emplace_back(item.get<std::string>(), std::regex::ECMAScript);
+        } catch (const std::regex_error& e) {
+            set_why(why, fmt::format("invalid rule pattern '{}': {}", item.get<std::string>(),
+                                     e.what()));
+            return false;
+        }
+    }
+    return true;
+}
+
+const json* find_either(const json& object, const char* a, const char* b) {
+    if (auto it = object.find(a); it != object.end() && !it->is_null()) {
+        return &*it;
+    }
+    if (auto it = object.find(b); it != object.end() && !it->is_null()) {
+        return &*it;
+    }
+    return nullptr;
+}
+
+result<std::shared_ptr<const topic_rules>> rules_from(const json* rules, std::string* why) {
+    if (rules == nullptr || rules->is_null()) {
+        return topic_rules::everything();
+    }
+    if (!rules->is_object()) {
+        set_why(why, "authRules must be a JSON object");
+        return invalid();
+    }
+    auto out = std::make_shared<topic_rules>();
+    const json* pub = find_either(*rules, "pubAuthRulePatterns", "pub");
+    const json* sub = find_either(*rules, "subAuthRulePatterns", "sub");
+    // A direction without a list is open, as TBMQ's allow-all default.
+    if (pub == nullptr) {
+        out->publish.emplace_back(".*");
+    } else if (!compile(*pub, out->publish, why)) {
+        return invalid();
+    }
+    if (sub == nullptr) {
+        out->subscribe.emplace_back(".*");
+    } else if (!compile(*sub, out->subscribe, why)) {
+        return invalid();
+    }
+    return std::shared_ptr<const topic_rules>(std::move(out));
+}
+
+std::optional<std::string> optional_string(const json& object, const char* key) {
+    auto it = object.find(key);
+    if (it == object.end() || !it->is_string()) {
+        return std::nullopt;
+    }
+    return it->get<std::string>();
+}
+
+}  // namespace
+
+std::optional<basic_auth_strategy> parse_basic_auth_strategy(std::string_view text) {
+    if (text == "BOTH" || text == "CLIENT_ID_AND_USERNAME") {
+        return basic_auth_strategy::both;
+    }
+    if (text == "CLIENT_ID") {
+        return basic_auth_strategy::client_id;
+    }
+    if (text == "USERNAME") {
+        return basic_auth_strategy::username;
+    }
+    return std::nullopt;
+}
+
+std::string client_id_credentials_id(std::string_view client_id) {
+    return fmt::format("client_id|{}", client_id);
+}
+std::string username_credentials_id(std::string_view username) {
+    return fmt::format("username|{}", username);
+}
+std::string mixed_credentials_id(std::string_view username, std::string_view client_id) {
+    return fmt::format("mixed|{}|{}", username, client_id);
+}
+std::string ssl_credentials_id(std::string_view cn) { return fmt::format("ssl|{}", cn); }
+
+std::vector<std::string> basic_credentials_ids(basic_auth_strategy strategy,
+                                               std::string_view client_id,
+                                               const std::optional<std::string>& username) {
+    std::vector<std::string> ids;
+    const bool by_username = strategy != basic_auth_strategy::client_id;
+    const bool by_client_id = strategy != basic_auth_strategy::username;
+    if (strategy == basic_auth_strategy::both && username && !client_id.empty()) {
+        ids.push_back(mixed_credentials_id(*username, client_id));
+    }
+    if (by_username && username) {
+        ids.push_back(username_credentials_id(*username));
+    }
+    if (by_client_id && !client_id.empty()) {
+        ids.push_back(client_id_credentials_id(client_id));
+    }
+    return ids;
+}
+
+result<basic_credentials> parse_basic_credentials(std::string_view text, std::string* why) {
+    const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (!doc.is_object()) {
+        set_why(why, "MQTT_BASIC credentials value is not a JSON object");
+        return invalid();
+    }
+    basic_credentials out;
+    out.client_id = optional_string(doc, "clientId");
+    out.username = optional_string(doc, "userName");
+    out.password_hash = optional_string(doc, "password");
+    const json* rules = nullptr;
+    if (auto it = doc.find("authRules"); it != doc.end()) {
+        rules = &*it;
+    }
+    auto compiled = rules_from(rules, why);
+    if (!compiled) {
+        return compiled.error();
+    }
+    out.rules = std::move(*compiled);
+    return out;
+}
+
+result<std::shared_ptr<const topic_rules>> parse_auth_rules(std::string_view text,
+                                                            std::string* why) {
+    if (text.empty()) {
+        return topic_rules::everything();
+    }
+    const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (doc.is_discarded()) {
+        set_why(why, "authRules is not valid JSON");
+        return invalid();
+    }
+    return rules_from(&doc, why);
+}
+
+bool cn_pattern_matches(std::string_view pattern, std::string_view cn) {
+    try {
+        const std::regex re{std::string(pattern)};
+        return std::regex_match(cn.begin(), cn.end(), re);
+    } catch (const std::regex_error&) {
+        return false;
+    }
+}
+
+result<x509_credentials> parse_x509_credentials(std::string_view text, std::string_view leaf_cn,
+                                                std::string* why) {
+    const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (!doc.is_object()) {
+        set_why(why, "X_509 credentials value is not a JSON object");
+        return invalid();
+    }
+    x509_credentials out;
+    out.cert_cn_pattern = optional_string(doc, "certCnPattern").value_or("");
+    if (auto it = doc.find("certCnIsRegex"); it != doc.end() && it->is_boolean()) {
+        out.cert_cn_is_regex = it->get<bool>();
+    }
+    auto mapping = doc.find("authRulesMapping");
+    if (mapping == doc.end() || !mapping->is_object()) {
+        set_why(why, "X_509 credentials without authRulesMapping");
+        return invalid();
+    }
+    std::shared_ptr<topic_rules> merged;
+    for (const auto& [key, rules] : mapping->items()) {
+        if (!cn_pattern_matches(key, leaf_cn)) {
+            continue;
+        }
+        auto compiled = rules_from(&rules, why);
+        if (!compiled) {
+            return compiled.error();
+        }
+        if (!merged) {
+            merged = std::make_shared<topic_rules>();
+        }
+        const auto& r = **compiled;
+        merged->allow_all = merged->allow_all || r.allow_all;
+        merged->publish.insert(merged->publish.end(), r.publish.begin(), r.publish.end());
+        merged->subscribe.insert(merged->subscribe.end(), r.subscribe.begin(), r.subscribe.end());
+    }
+    out.rules = std::move(merged);
+    return out;
+}
+
+result<client_credentials> to_credentials_row(const credentials_spec& spec, std::string* why,
+                                              unsigned bcrypt_cost) {
+    client_credentials row;
+    row.name = spec.name;
+    row.type = spec.type;
+    row.credentials_type = spec.credentials_type;
+    json rules = nullptr;
+    if (spec.publish_patterns || spec.subscribe_patterns) {
+        rules = json::object();
+        rules["pubAuthRulePatterns"] =
+            spec.publish_patterns ? json(*spec.publish_patterns) : json::array({".*"});
+        rules["subAuthRulePatterns"] =
+            spec.subscribe_patterns ? json(*spec.subscribe_patterns) : json::array({".*"});
+        // Fail at start-up, not at the first CONNECT, on a pattern that does not compile.
+        if (!rules_from(&rules, why)) {
+            return invalid();
+        }
+    }
+    if (spec.credentials_type == credentials_type_basic) {
+        if (!spec.client_id && !spec.username) {
+            set_why(why, "MQTT_BASIC credentials need a client-id, a username or both");
+            return invalid();
+        }
+        if (spec.cert_cn) {
+            set_why(why, "cert-cn belongs to X_509 credentials, not MQTT_BASIC");
+            return invalid();
+        }
+        json value = json::object();
+        value["clientId"] = spec.client_id ? json(*spec.client_id) : json(nullptr);
+        value["userName"] = spec.username ? json(*spec.username) : json(nullptr);
+        value["password"] = nullptr;
+        if (spec.password) {
+            if (is_bcrypt_hash(*spec.password)) {
+                value["password"] = *spec.password;
+            } else {
+                auto hashed = bcrypt_hash(*spec.password, bcrypt_cost);
+                if (!hashed) {
+                    set_why(why, "bcrypt hashing of the password failed");
+                    return invalid();
+                }
+                value["password"] = *hashed;
+            }
+        }
+        value["authRules"] = rules;
+        row.credentials_value = value.dump();
+        if (spec.client_id && spec.username) {
+            row.credentials_id = mixed_credentials_id(*spec.username, *spec.client_id);
+        } else if (spec.username) {
+            row.credentials_id = username_credentials_id(*spec.username);
+        } else {
+            row.credentials_id = client_id_credentials_id(*spec.client_id);
+        }
+        return row;
+    }
+    if (spec.credentials_type == credentials_type_x509) {
+        if (!spec.cert_cn || spec.cert_cn->empty()) {
+            set_why(why, "X_509 credentials need cert-cn (or cert-cn-regex)");
+            return invalid();
+        }
+        if (spec.password || spec.username || spec.client_id) {
+            set_why(why, "X_509 credentials take cert-cn, not client-id/username/password");
+            return invalid();
+        }
+        json value = json::object();
+        value["certCnPattern"] = *spec.cert_cn;
+        value["certCnIsRegex"] = spec.cert_cn_is_regex;
+        value["authRulesMapping"] = json::object();
+        value["authRulesMapping"][".*"] =
+            rules.is_null() ? json{{"pubAuthRulePatterns", {".*"}}, {"subAuthRulePatterns", {".*"}}}
+                            : rules;
+        row.credentials_value = value.dump();
+        row.credentials_id = ssl_credentials_id(*spec.cert_cn);
+        return row;
+    }
+    set_why(why,
+            fmt::format("credentials type '{}' is not MQTT_BASIC or X_509", spec.credentials_type));
+    return invalid();
+}
+
+}  // namespace starling::auth

@@ -1,0 +1,79 @@
+#pragma once
+
+// x509_provider: X_509 authentication (TBMQ's SslMqttClientAuthProvider). Uses the client
+// certificate chain the TLS listener recorded in auth_request::certificate:
+//   1. verifies the chain against the configured CA files (security.mqtt.ssl.trust-store),
+//      optionally without the validity period (skip-validity-check-for-client-cert); with no
+//      trust store configured, the listener's own verification must have succeeded;
+//   2. finds credentials `ssl|<CN>` for each chain certificate's CN, leaf first; an exact
+//      match wins, else a credential whose certCnPattern is a regex (certCnIsRegex) matching
+//      that CN;
+//   3. turns the credential's authRulesMapping (regex on the leaf CN → rules) into the
+//      client's topic rules: the patterns of every mapping whose key matches, merged.
+// No certificate, or no credential for any CN → not_applicable (another provider may know the
+// client). Chain rejected, or no authRulesMapping entry for the leaf CN → deny (not
+// authorized).
+//
+// Lifecycle: built by the daemon; CA files are loaded in create() (start-up errors name the
+// file). Concurrency: authenticate() from any thread; chain verification runs on the worker
+// pool; the regex-credentials cache is behind a mutex.
+
+#include "auth/provider.h"
+#include "auth/worker_pool.h"
+#include "base/result.h"
+#include "starling/clock.h"
+#include "starling/metadata_store.h"
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace starling::auth {
+
+struct x509_options {
+    std::vector<std::filesystem::path> trust_store;  // PEM files of trusted CAs
+    bool skip_validity_check = false;
+    std::chrono::milliseconds regex_cache_ttl = std::chrono::minutes(1);
+};
+
+class x509_provider final : public auth_provider {
+  public:
+    // Throws std::runtime_error naming the file when a CA file cannot be read (start-up).
+    x509_provider(x509_options options, metadata_store& store, worker_pool& pool,
+                  const starling::clock& clock);
+    ~x509_provider() override;
+
+    std::string_view name() const override { return "X_509"; }
+    void authenticate(const auth_request& request, std::function<void(auth_result)> done) override;
+
+    // CN of each certificate of a DER chain, leaf first ("" where a certificate has none);
+    // nullopt when a certificate does not parse.
+    static std::optional<std::vector<std::string>> chain_common_names(
+        const std::vector<std::string>& der_chain);
+
+  private:
+    struct trust;
+    struct regex_credential;
+
+    // Runs on the pool: chain verification. Empty = accepted, else why not.
+    std::string verify_chain(const peer_certificate& cert) const;
+    void lookup(std::vector<std::string> cns, std::function<void(auth_result)> done);
+    void decide(const std::vector<std::string>& cns, std::vector<client_credentials> exact,
+                std::vector<client_credentials> regex_rows,
+                const std::function<void(auth_result)>& done);
+
+    const x509_options options_;
+    metadata_store& store_;
+    worker_pool& pool_;
+    const starling::clock& clock_;
+    std::unique_ptr<trust> trust_;
+
+    std::mutex cache_mutex_;
+    std::vector<client_credentials> regex_rows_;
+    starling::clock::steady_point regex_rows_expire_{};
+};
+
+}  // namespace starling::auth

@@ -1,0 +1,355 @@
+"""Authentication and authorization (issue 6 §2-3): MQTT_BASIC credentials from the YAML
+configuration, anonymous access, topic rules, blocked clients, the unauthorized-client log.
+
+starlingd only: the credentials, rules and blocked clients come from starlingd's YAML."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from starling_it import codec
+from starling_it.brokers import REPO_ROOT, make_broker
+
+pytestmark = pytest.mark.starlingd_only(reason="starlingd's security configuration")
+
+CREDENTIALS = """\
+    credentials:
+      - name: alice
+        credentials-type: MQTT_BASIC
+        username: alice
+        password: alice-pw
+        pub: ["it/acl/allowed/.*"]
+        sub: ["it/acl/allowed/.*"]
+      - name: watcher
+        type: APPLICATION
+        credentials-type: MQTT_BASIC
+        username: watcher
+        password: "${WATCHER_PASSWORD:watcher-pw}"
+      - name: device by client id
+        credentials-type: MQTT_BASIC
+        client-id: dev-by-id
+        password: dev-pw
+      - name: mixed
+        credentials-type: MQTT_BASIC
+        client-id: mixed-dev
+        username: mixed-user
+        password: mixed-pw
+"""
+
+BLOCKED = """\
+    blocked-clients:
+      - type: CLIENT_ID
+        value: blocked-dev
+        description: blocked in test_auth
+      - type: USERNAME
+        value: blocked-user
+"""
+
+BAD_CREDENTIALS = {codec.MQTT5: 0x86, codec.MQTT311: 0x04}
+NOT_AUTHORIZED = {codec.MQTT5: 0x87, codec.MQTT311: 0x05}
+BANNED = {codec.MQTT5: 0x8A, codec.MQTT311: 0x05}
+
+
+def security_config() -> str:
+    text = (REPO_ROOT / "config" / "starling.yml").read_text()
+    assert "    credentials: []\n" in text and "    blocked-clients: []\n" in text
+    return text.replace("    credentials: []\n", CREDENTIALS).replace(
+        "    blocked-clients: []\n", BLOCKED
+    )
+
+
+def secured_broker(factory, strategy: str = "BOTH"):
+    return factory(
+        env={
+            "SECURITY_MQTT_ALLOW_ANONYMOUS": "false",
+            "SECURITY_MQTT_BASIC_AUTH_STRATEGY": strategy,
+        },
+        config_text=security_config(),
+    )
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory):
+    """One broker with credentials, rules and blocked clients for the module's tests."""
+    broker = make_broker(
+        tmp_path_factory.mktemp("secured"),
+        env={"SECURITY_MQTT_ALLOW_ANONYMOUS": "false"},
+        config_text=security_config(),
+    )
+    broker.start()
+    yield broker
+    broker.close()
+
+
+def unauthorized_rows(broker, client_id: str) -> list[tuple]:
+    """The unauthorized-client log rows of ``client_id``. The embedded store holds its SQLite
+    file exclusively while it runs: stop the broker first (a graceful stop drains the writes)."""
+    assert not broker.running, "stop the broker before reading its metadata store"
+    db = sqlite3.connect(f"file:{broker.data_dir / 'metadata.db'}?mode=ro", uri=True)
+    try:
+        return db.execute(
+            "SELECT client_id, ip_address, username, password_provided, reason"
+            " FROM unauthorized_client WHERE client_id = ?",
+            (client_id,),
+        ).fetchall()
+    finally:
+        db.close()
+
+
+def dropped_not_authorized(broker) -> float:
+    return broker.metrics().get(
+        ("droppedMsgs_total", frozenset({("reason", "not_authorized")})), 0.0
+    )
+
+
+# ----------------------------------------------------------------------------- CONNECT
+
+
+def test_right_password_is_accepted(secured, raw_client, protocol, uid):
+    conn = raw_client(secured, protocol)
+    assert conn.connect(uid, username="alice", password="alice-pw").reason_code == 0
+    conn.disconnect()
+
+
+def test_password_from_environment_placeholder(secured, raw_client, uid):
+    conn = raw_client(secured, codec.MQTT5)
+    assert conn.connect(uid, username="watcher", password="watcher-pw").reason_code == 0
+    conn.disconnect()
+
+
+def test_wrong_password_is_bad_credentials(secured, raw_client, protocol, uid):
+    conn = raw_client(secured, protocol)
+    ack = conn.connect(uid, username="alice", password="not-alice-pw")
+    assert ack.reason_code == BAD_CREDENTIALS[protocol]
+    conn.expect_closed()
+
+
+def test_unknown_user_is_refused(secured, raw_client, protocol, uid):
+    conn = raw_client(secured, protocol)
+    ack = conn.connect(uid, username="mallory", password="whatever")
+    assert ack.reason_code == BAD_CREDENTIALS[protocol]
+
+
+def test_anonymous_is_refused_when_disabled(secured, raw_client, protocol, uid):
+    conn = raw_client(secured, protocol)
+    ack = conn.connect(uid)
+    assert ack.reason_code == NOT_AUTHORIZED[protocol]
+    conn.expect_closed()
+
+
+def test_anonymous_is_accepted_when_allowed(broker_factory, raw_client, uid):
+    broker = broker_factory(env={"SECURITY_MQTT_ALLOW_ANONYMOUS": "true"})
+    conn = raw_client(broker, codec.MQTT5)
+    assert conn.connect(uid).reason_code == 0
+
+
+def test_client_id_and_mixed_credentials_with_strategy_both(secured, raw_client, protocol):
+    conn = raw_client(secured, protocol)
+    # 3.1.1 allows a password only with a user name (MQTT-3.1.2-22): any name will do, the
+    # client id finds the credentials.
+    username = "anyone" if protocol == codec.MQTT311 else None
+    assert conn.connect("dev-by-id", username=username, password="dev-pw").reason_code == 0
+    conn.disconnect()
+    conn = raw_client(secured, protocol)
+    ack = conn.connect("mixed-dev", username="mixed-user", password="mixed-pw")
+    assert ack.reason_code == 0
+    conn.disconnect()
+    # mixed credentials belong to that client id only.
+    conn = raw_client(secured, protocol)
+    ack = conn.connect("other-dev", username="mixed-user", password="mixed-pw")
+    assert ack.reason_code == BAD_CREDENTIALS[protocol]
+
+
+@pytest.mark.parametrize(
+    "strategy, accepted, refused",
+    [
+        ("CLIENT_ID", ("dev-by-id", None, "dev-pw"), ("x-1", "alice", "alice-pw")),
+        ("USERNAME", ("x-2", "alice", "alice-pw"), ("dev-by-id", None, "dev-pw")),
+    ],
+)
+def test_auth_strategy_chooses_the_credentials(
+    broker_factory, raw_client, strategy, accepted, refused
+):
+    broker = secured_broker(broker_factory, strategy)
+    client_id, username, password = accepted
+    conn = raw_client(broker, codec.MQTT5)
+    assert conn.connect(client_id, username=username, password=password).reason_code == 0
+    conn.disconnect()
+    client_id, username, password = refused
+    conn = raw_client(broker, codec.MQTT5)
+    ack = conn.connect(client_id, username=username, password=password)
+    assert ack.reason_code in (0x86, 0x87), f"{strategy} must not look up {refused}"
+
+
+def test_blocked_clients_get_banned(secured, raw_client, protocol):
+    conn = raw_client(secured, protocol)
+    assert conn.connect("blocked-dev", username="alice", password="alice-pw").reason_code == (
+        BANNED[protocol]
+    )
+    conn.expect_closed()
+    conn = raw_client(secured, protocol)
+    ack = conn.connect(f"some-dev-{protocol}", username="blocked-user", password="x")
+    assert ack.reason_code == BANNED[protocol]
+
+
+def test_refused_clients_are_logged_and_recorded(broker_factory, raw_client, uid):
+    broker = secured_broker(broker_factory)
+    conn = raw_client(broker, codec.MQTT5)
+    assert conn.connect(uid, username="alice", password="wrong").reason_code == 0x86
+    conn = raw_client(broker, codec.MQTT5)
+    assert conn.connect("blocked-dev").reason_code == 0x8A
+    assert broker.stop() == 0
+    rows = unauthorized_rows(broker, uid)
+    assert len(rows) == 1, f"no unauthorized-client row for {uid}"
+    client_id, ip, username, password_provided, reason = rows[0]
+    assert (client_id, ip, username, bool(password_provided)) == (uid, "127.0.0.1", "alice", True)
+    assert "wrong password" in reason
+    [blocked] = unauthorized_rows(broker, "blocked-dev")
+    assert "blocked in test_auth" in blocked[4]
+    log = broker.log_text()
+    assert f"client refused: id={uid} address=127.0.0.1:" in log
+    assert "client refused: id=blocked-dev" in log
+
+
+def test_will_on_a_denied_topic_refuses_the_connect(secured, raw_client, protocol, uid):
+    conn = raw_client(secured, protocol)
+    will = codec.Will(topic="it/acl/denied/will", payload=b"bye")
+    ack = conn.connect(uid, username="alice", password="alice-pw", will=will)
+    assert ack.reason_code == NOT_AUTHORIZED[protocol]
+
+
+# ----------------------------------------------------------------------------- topics
+
+
+def test_publish_to_a_denied_topic(secured, raw_client, protocol, uid):
+    watcher = raw_client(secured, codec.MQTT5)
+    assert watcher.connect(f"{uid}-w", username="watcher", password="watcher-pw").reason_code == 0
+    assert watcher.subscribe("it/acl/#", qos=1).reason_codes == [1]
+    before = dropped_not_authorized(secured)
+
+    pub = raw_client(secured, protocol)
+    assert pub.connect(uid, username="alice", password="alice-pw").reason_code == 0
+    ack = pub.publish(f"it/acl/denied/{uid}", b"no", qos=1)
+    if protocol == codec.MQTT5:
+        assert ack.reason_code == 0x87
+    else:
+        # v3 cannot say no: the message is acknowledged (so the client does not resend it
+        # forever) and dropped.
+        assert ack.packet_id
+    pub.publish(f"it/acl/denied/{uid}", b"no", qos=0)
+    assert pub.publish(f"it/acl/allowed/{uid}", b"yes", qos=1).reason_code == 0
+
+    got = watcher.expect_publish()
+    assert (got.topic, got.payload) == (f"it/acl/allowed/{uid}", b"yes")
+    watcher.ack(got)
+    watcher.expect_nothing(0.5)
+    assert dropped_not_authorized(secured) == before + 2
+
+
+def test_v3_qos2_publish_to_a_denied_topic_completes(secured, raw_client, uid):
+    pub = raw_client(secured, codec.MQTT311)
+    assert pub.connect(uid, username="alice", password="alice-pw").reason_code == 0
+    comp = pub.publish(f"it/acl/denied/{uid}", b"no", qos=2)
+    assert comp.packet_id
+    assert pub.is_open()
+
+
+def test_subscribe_to_a_denied_filter(secured, raw_client, protocol, uid):
+    conn = raw_client(secured, protocol)
+    assert conn.connect(uid, username="alice", password="alice-pw").reason_code == 0
+    denied = 0x87 if protocol == codec.MQTT5 else 0x80
+    assert conn.subscribe("it/acl/denied/#", qos=1).reason_codes == [denied]
+    assert conn.subscribe(f"it/acl/allowed/{uid}", qos=1).reason_codes == [1]
+    assert conn.is_open()
+
+
+def test_auth_metrics(secured, raw_client, uid):
+    conn = raw_client(secured, codec.MQTT5)
+    assert conn.connect(uid, username="alice", password="nope-nope").reason_code == 0x86
+    metrics = secured.metrics()
+    failures = sum(
+        v
+        for (name, labels), v in metrics.items()
+        if name == "authFailures_total" and ("provider", "MQTT_BASIC") in labels
+    )
+    assert failures >= 1
+    assert metrics.get(("authLatency_seconds_count", frozenset()), 0) >= 1
+
+
+# ----------------------------------------------------------------------------- REST API
+
+
+def api(broker, method: str, path: str, body=None, token: str | None = "t0ken"):
+    """Calls the credentials REST API; returns (status, parsed JSON body)."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(
+        f"http://{broker.host}:{broker.http_port}{path}", data=data, method=method
+    )
+    if token is not None:
+        req.add_header("Authorization", f"Bearer {token}")
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    def parsed(raw: bytes):
+        try:
+            return json.loads(raw or b"null")
+        except ValueError:
+            return raw
+
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, parsed(resp.read())
+    except urllib.error.HTTPError as e:
+        return e.code, parsed(e.read())
+
+
+def test_credentials_rest_api(broker_factory, raw_client, uid):
+    broker = broker_factory(
+        env={"SECURITY_MQTT_ALLOW_ANONYMOUS": "false", "SECURITY_ADMIN_TOKEN": "t0ken"}
+    )
+    path = "/api/mqtt/client/credentials"
+    assert api(broker, "GET", path, token=None)[0] == 401
+    assert api(broker, "GET", path, token="wrong")[0] == 401
+    assert api(broker, "POST", path, {"clientType": "DEVICE"})[0] == 400  # no name
+
+    status, saved = api(
+        broker,
+        "POST",
+        path,
+        {
+            "name": "rest",
+            "clientType": "DEVICE",
+            "credentialsType": "MQTT_BASIC",
+            "credentialsValue": '{"userName": "rest-user", "password": "rest-pw",'
+            ' "authRules": {"pubAuthRulePatterns": ["rest/.*"]}}',
+        },
+    )
+    assert status == 200, saved
+    assert saved["credentialsId"] == "username|rest-user"
+    assert saved["credentialsValue"]["password"] == "***"
+
+    conn = raw_client(broker, codec.MQTT5)
+    assert conn.connect(uid, username="rest-user", password="rest-pw").reason_code == 0
+    assert conn.publish("rest/ok", b"x", qos=1).reason_code == 0
+    assert conn.publish("other", b"x", qos=1).reason_code == 0x87
+    conn.disconnect()
+
+    status, page = api(broker, "GET", f"{path}?pageSize=10&page=0")
+    assert status == 200
+    assert [c["credentialsId"] for c in page["data"]] == ["username|rest-user"]
+    assert page["hasNext"] is False
+
+    status, _ = api(broker, "DELETE", f"{path}/username%7Crest-user")
+    assert status == 200
+    # The change applies at once: the authentication cache was cleared.
+    conn = raw_client(broker, codec.MQTT5)
+    assert conn.connect(uid, username="rest-user", password="rest-pw").reason_code == 0x86
+
+
+def test_rest_api_is_off_without_a_token(broker, raw_client):
+    assert api(broker, "GET", "/api/mqtt/client/credentials")[0] == 404

@@ -1,0 +1,118 @@
+#include "auth/credentials.h"
+
+#include "auth/password.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace starling::auth {
+namespace {
+
+TEST(password, bcrypt_round_trip_and_wrong_password) {
+    auto hash = bcrypt_hash("s3cret", 4);
+    ASSERT_TRUE(hash.has_value());
+    EXPECT_TRUE(hash->starts_with("$2b$04$"));
+    EXPECT_TRUE(is_bcrypt_hash(*hash));
+    EXPECT_TRUE(bcrypt_verify("s3cret", *hash));
+    EXPECT_FALSE(bcrypt_verify("s3cret!", *hash));
+    EXPECT_FALSE(bcrypt_verify("s3cret", "not-a-hash"));
+    EXPECT_FALSE(bcrypt_verify(std::string("s3cret\0x", 8), *hash));
+}
+
+TEST(password, verifies_hashes_made_elsewhere) {
+    // crypt_blowfish's published test vector ($2a$, as Spring's BCryptPasswordEncoder and so
+    // TBMQ write them).
+    EXPECT_TRUE(
+        bcrypt_verify("U*U", "$2a$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW"));
+    EXPECT_FALSE(
+        bcrypt_verify("U*V", "$2a$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW"));
+}
+
+TEST(password, sha256_known_vector) {
+    EXPECT_EQ(sha256_hex("abc"),
+              "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST(credentials, ids_follow_the_strategy_most_specific_first) {
+    const std::optional<std::string> alice = "alice";
+    EXPECT_EQ(basic_credentials_ids(basic_auth_strategy::both, "dev1", alice),
+              (std::vector<std::string>{"mixed|alice|dev1", "username|alice", "client_id|dev1"}));
+    EXPECT_EQ(basic_credentials_ids(basic_auth_strategy::client_id, "dev1", alice),
+              (std::vector<std::string>{"client_id|dev1"}));
+    EXPECT_EQ(basic_credentials_ids(basic_auth_strategy::username, "dev1", alice),
+              (std::vector<std::string>{"username|alice"}));
+    EXPECT_TRUE(basic_credentials_ids(basic_auth_strategy::username, "dev1", std::nullopt).empty());
+    EXPECT_EQ(parse_basic_auth_strategy("CLIENT_ID_AND_USERNAME"), basic_auth_strategy::both);
+    EXPECT_FALSE(parse_basic_auth_strategy("both").has_value());
+}
+
+TEST(credentials, parses_tbmq_basic_documents) {
+    auto c = parse_basic_credentials(
+        R"({"clientId":"dev1","userName":null,"password":null,
+            "authRules":{"pubAuthRulePatterns":["sensors/.*"],"subAuthRulePatterns":[]}})");
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->client_id, "dev1");
+    EXPECT_FALSE(c->username);
+    EXPECT_FALSE(c->password_hash);
+    EXPECT_TRUE(c->rules->may_publish("sensors/t"));
+    EXPECT_FALSE(c->rules->may_publish("other"));
+    EXPECT_FALSE(c->rules->may_subscribe("sensors/t"));  // present but empty: nothing
+
+    auto aliases = parse_basic_credentials(R"({"userName":"u","authRules":{"pub":["a"]}})");
+    ASSERT_TRUE(aliases);
+    EXPECT_TRUE(aliases->rules->may_publish("a"));
+    EXPECT_TRUE(aliases->rules->may_subscribe("anything"));  // absent list: open
+
+    auto open = parse_basic_credentials(R"({"userName":"u"})");
+    ASSERT_TRUE(open);
+    EXPECT_TRUE(open->rules->allow_all);
+
+    std::string why;
+    EXPECT_FALSE(parse_basic_credentials("{not json", &why));
+    EXPECT_FALSE(parse_basic_credentials(R"({"authRules":{"pub":["("]}})", &why));
+    EXPECT_NE(why.find("invalid rule pattern"), std::string::npos) << why;
+}
+
+TEST(credentials, spec_to_row_hashes_plain_passwords_and_keeps_hashes) {
+    credentials_spec spec{.name = "s1",
+                          .type = client_type::application,
+                          .credentials_type = "MQTT_BASIC",
+                          .client_id = "dev1",
+                          .username = "alice",
+                          .password = "pw",
+                          .publish_patterns = std::vector<std::string>{"a/.*"}};
+    std::string why;
+    auto row = to_credentials_row(spec, &why, 4);
+    ASSERT_TRUE(row) << why;
+    EXPECT_EQ(row->credentials_id, "mixed|alice|dev1");
+    EXPECT_EQ(row->type, client_type::application);
+    auto parsed = parse_basic_credentials(row->credentials_value);
+    ASSERT_TRUE(parsed);
+    ASSERT_TRUE(parsed->password_hash);
+    EXPECT_TRUE(bcrypt_verify("pw", *parsed->password_hash));
+    EXPECT_TRUE(parsed->rules->may_publish("a/b"));
+    EXPECT_FALSE(parsed->rules->may_publish("b"));
+    EXPECT_TRUE(parsed->rules->may_subscribe("b"));
+
+    const auto hash = *bcrypt_hash("other", 4);
+    spec.password = hash;
+    spec.client_id.reset();
+    row = to_credentials_row(spec, &why, 4);
+    ASSERT_TRUE(row);
+    EXPECT_EQ(row->credentials_id, "username|alice");
+    EXPECT_EQ(nlohmann::json::parse(row->credentials_value)["password"], hash);
+
+    spec.username.reset();
+    EXPECT_FALSE(to_credentials_row(spec, &why, 4));
+    EXPECT_NE(why.find("client-id"), std::string::npos);
+
+    credentials_spec x509{
+        .name = "gw", .credentials_type = "X_509", .cert_cn = "gw-.*", .cert_cn_is_regex = true};
+    row = to_credentials_row(x509, &why, 4);
+    ASSERT_TRUE(row) << why;
+    EXPECT_EQ(row->credentials_id, "ssl|gw-.*");
+    EXPECT_EQ(nlohmann::json::parse(row->credentials_value)["certCnIsRegex"], true);
+}
+
+}  // namespace
+}  // namespace starling::auth
