@@ -69,6 +69,7 @@ registry::registry()
       log_(*prometheus_, produce_ack_latency_),
       routing_(*prometheus_, subscription_lookup_),
       actor_(*prometheus_),
+      listener_(*prometheus_),
       bugs_(&prometheus::BuildCounter()
                  .Name("bugsReported_total")
                  .Help("Internal invariant violations logged and survived (STARLING_BUG)")

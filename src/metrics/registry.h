@@ -14,6 +14,7 @@
 #include "metrics/actor_probe.h"
 #include "metrics/broker_probe.h"
 #include "metrics/latency_histogram.h"
+#include "metrics/listener_probe.h"
 #include "metrics/log_probe.h"
 #include "metrics/routing_probe.h"
 
@@ -69,6 +70,7 @@ class registry {
     log_probe& log() noexcept { return log_; }
     routing_probe& routing() noexcept { return routing_; }
     actor_probe& actor() noexcept { return actor_; }
+    listener_probe& listener() noexcept { return listener_; }
 
     // Registers a function that sets gauges from live state; every serialize() runs all of
     // them first (prometheus-cpp has no callback gauges). A refresher runs under the
@@ -90,6 +92,7 @@ class registry {
     log_probe log_;
     routing_probe routing_;
     actor_probe actor_;
+    listener_probe listener_;
 
     std::mutex scrape_mutex_;  // guards everything below and serializes scrapes
     std::map<std::uint64_t, std::function<void()>> refreshers_;
