@@ -19,8 +19,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <stdexcept>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>

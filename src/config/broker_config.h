@@ -107,7 +107,7 @@ struct tls_config_section {
     std::string enabled_cipher_suites;  // comma-separated; empty = OpenSSL defaults
     tls_credentials_section credentials;
     client_auth_type client_auth{};
-    std::string trust_store;  // PEM CA bundle for client certificates
+    std::string trust_store;                 // PEM CA bundle for client certificates
     std::chrono::seconds reload_interval{};  // credential files checked this often; 0 = never
 
     friend bool operator==(const tls_config_section&, const tls_config_section&) = default;

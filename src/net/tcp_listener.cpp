@@ -90,8 +90,7 @@ void tcp_listener::state::on_accept(const std::shared_ptr<state>& s,
         // by then, which hand_over() checks.
         boost::system::error_code endpoint_ec;
         const auto endpoint = socket.remote_endpoint(endpoint_ec);
-        std::string remote =
-            endpoint_ec ? std::string("unknown") : tcp_transport::format(endpoint);
+        std::string remote = endpoint_ec ? std::string("unknown") : tcp_transport::format(endpoint);
         s->options.handshake->start(std::move(socket), std::move(remote),
                                     [s](std::unique_ptr<transport> stream) {
                                         if (stream) {

@@ -46,15 +46,14 @@ std::string apply_cipher_suites(SSL_CTX* ctx, const std::string& configured) {
     while (pos <= configured.size()) {
         const auto comma = configured.find(',', pos);
         const auto name =
-            trim(std::string_view(configured).substr(pos, comma == std::string::npos
-                                                              ? std::string::npos
-                                                              : comma - pos));
+            trim(std::string_view(configured)
+                     .substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
         pos = comma == std::string::npos ? configured.size() + 1 : comma + 1;
         if (name.empty()) {
             continue;
         }
-        auto& list = name.starts_with("TLS_AES_") || name.starts_with("TLS_CHACHA20_") ? tls13
-                                                                                         : tls12;
+        auto& list =
+            name.starts_with("TLS_AES_") || name.starts_with("TLS_CHACHA20_") ? tls13 : tls12;
         std::string openssl_name = name;
         if (&list == &tls12 && name.starts_with("TLS_")) {
             const char* mapped = OPENSSL_cipher_name(name.c_str());
@@ -87,9 +86,8 @@ tls_context_build build_tls_context(const tls_options& options) {
     boost::system::error_code ec;
     auto fail = [&](std::string why) { return tls_context_build{nullptr, std::move(why)}; };
 
-    SSL_CTX_set_min_proto_version(native, options.min_protocol == tls_protocol::tls_1_3
-                                              ? TLS1_3_VERSION
-                                              : TLS1_2_VERSION);
+    SSL_CTX_set_min_proto_version(
+        native, options.min_protocol == tls_protocol::tls_1_3 ? TLS1_3_VERSION : TLS1_2_VERSION);
     SSL_CTX_set_max_proto_version(native, TLS1_3_VERSION);
     // Idle connections give their OpenSSL record buffers back (tens of KB each).
     SSL_CTX_set_mode(native, SSL_MODE_RELEASE_BUFFERS);
@@ -106,13 +104,12 @@ tls_context_build build_tls_context(const tls_options& options) {
     }
     ctx->use_certificate_chain_file(options.cert_file.string(), ec);
     if (ec) {
-        return fail(fmt::format("certificate file {}: {}", options.cert_file.string(),
-                                openssl_error(ec)));
+        return fail(
+            fmt::format("certificate file {}: {}", options.cert_file.string(), openssl_error(ec)));
     }
     ctx->use_private_key_file(options.key_file.string(), asio::ssl::context::pem, ec);
     if (ec) {
-        return fail(
-            fmt::format("key file {}: {}", options.key_file.string(), openssl_error(ec)));
+        return fail(fmt::format("key file {}: {}", options.key_file.string(), openssl_error(ec)));
     }
     if (SSL_CTX_check_private_key(native) != 1) {
         ERR_clear_error();
@@ -125,8 +122,8 @@ tls_context_build build_tls_context(const tls_options& options) {
     if (options.client_auth != client_auth_mode::none) {
         ctx->load_verify_file(options.trust_store.string(), ec);
         if (ec) {
-            return fail(fmt::format("trust store {}: {}", options.trust_store.string(),
-                                    openssl_error(ec)));
+            return fail(
+                fmt::format("trust store {}: {}", options.trust_store.string(), openssl_error(ec)));
         }
         // Tell clients which CAs we accept, so one holding several certificates picks right.
         if (STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(options.trust_store.c_str())) {
@@ -134,8 +131,8 @@ tls_context_build build_tls_context(const tls_options& options) {
         }
         ERR_clear_error();
         if (options.client_auth == client_auth_mode::required) {
-            ctx->set_verify_mode(
-                asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert, ec);
+            ctx->set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert,
+                                 ec);
         } else {
             // Requested: ask, but let the handshake succeed whatever the outcome; the result
             // stays in SSL_get_verify_result() and becomes tls_peer_info::verified.
@@ -183,8 +180,7 @@ tls_peer_info read_tls_peer(SSL* ssl, client_auth_mode mode) {
         }
     }
     X509_free(leaf);
-    info.verified =
-        mode != client_auth_mode::none && SSL_get_verify_result(ssl) == X509_V_OK;
+    info.verified = mode != client_auth_mode::none && SSL_get_verify_result(ssl) == X509_V_OK;
     return info;
 }
 

@@ -31,7 +31,7 @@ enum class tls_protocol : std::uint8_t { tls_1_2, tls_1_3 };
 enum class client_auth_mode : std::uint8_t { none, requested, required };
 
 struct tls_options {
-    std::string listener;  // "ssl", "wss": for logs and errors
+    std::string listener;             // "ssl", "wss": for logs and errors
     std::filesystem::path cert_file;  // PEM: the server certificate, then its chain
     std::filesystem::path key_file;   // PEM private key (encrypted if key_password is set)
     std::string key_password;

@@ -81,8 +81,7 @@ class ws_transport final : public transport {
         });
     }
 
-    void async_write(std::span<const asio::const_buffer> buffers,
-                     write_handler handler) override {
+    void async_write(std::span<const asio::const_buffer> buffers, write_handler handler) override {
         ws_.async_write(buffers, [h = std::move(handler)](const boost::system::error_code& ec,
                                                           std::size_t n) { h(ec, n); });
     }
@@ -142,9 +141,8 @@ std::string choose_sub_protocol(std::string_view offered,
     std::size_t pos = 0;
     while (pos <= offered.size()) {
         const auto comma = offered.find(',', pos);
-        const auto token = trim(offered.substr(pos, comma == std::string_view::npos
-                                                        ? std::string_view::npos
-                                                        : comma - pos));
+        const auto token = trim(offered.substr(
+            pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos));
         for (const auto& ours : configured) {
             if (!token.empty() && token == ours) {
                 return ours;
@@ -246,8 +244,8 @@ struct ws_handshake_op : std::enable_shared_from_this<ws_handshake_op<Next>> {
             refuse(http::status::bad_request,
                    offered.empty() ? std::string("no Sec-WebSocket-Protocol offered (expected "
                                                  "one of the configured MQTT subprotocols)")
-                                   : "none of the offered subprotocols \"" +
-                                         std::string(offered) + "\" is configured");
+                                   : "none of the offered subprotocols \"" + std::string(offered) +
+                                         "\" is configured");
             return;
         }
         auto& ws = transport->ws();
@@ -314,9 +312,8 @@ void ws_handshaker::start(tcp::socket socket, std::string remote_address, done_h
     if (shared_->contexts) {
         auto context = shared_->contexts->current();
         auto& ctx = *context;
-        auto t = std::make_unique<ws_transport<tls_stream>>(std::move(context),
-                                                            std::move(remote_address), max,
-                                                            std::move(socket), ctx);
+        auto t = std::make_unique<ws_transport<tls_stream>>(
+            std::move(context), std::move(remote_address), max, std::move(socket), ctx);
         std::make_shared<ws_handshake_op<tls_stream>>(std::move(t), std::move(done), shared_)
             ->run();
         return;

@@ -31,7 +31,8 @@ class WsClient:
     def __init__(self, sock: socket.socket, protocol: str | None) -> None:
         self.sock = sock
         self.protocol = protocol
-        self._buffer = b""
+        self._buffer = b""  # raw bytes from the socket
+        self._payload = b""  # binary payload bytes not yet returned by recv_bytes
 
     @classmethod
     def open(
@@ -114,12 +115,13 @@ class WsClient:
         return b0 & 0x0F, self._read_exactly(n)
 
     def recv_bytes(self, n: int) -> bytes:
-        """Reads binary frames until ``n`` payload bytes arrived; returns them."""
-        out = b""
-        while len(out) < n:
+        """Exactly ``n`` bytes of the binary message stream (frames are read as needed, and
+        what is left of a frame is kept for the next call)."""
+        while len(self._payload) < n:
             opcode, payload = self.recv_frame()
             assert opcode in (OP_BINARY, OP_CONTINUATION), f"unexpected opcode {opcode}"
-            out += payload
+            self._payload += payload
+        out, self._payload = self._payload[:n], self._payload[n:]
         return out
 
     def expect_closed(self, timeout: float = 10.0) -> None:

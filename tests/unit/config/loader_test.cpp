@@ -485,7 +485,8 @@ TEST(config_listeners, bad_values_name_their_key) {
     EXPECT_THAT(message, HasSubstr("TLSv1.2, TLSv1.3"));
     EXPECT_EQ(failing_key({{"LISTENER_WSS_CLIENT_AUTH", "sometimes"}}),
               "listener.wss.config.client_auth");
-    EXPECT_EQ(failing_key({{"WS_NETTY_SUB_PROTOCOLS", "mqtt,,x"}}), "listener.ws.netty.sub_protocols");
+    EXPECT_EQ(failing_key({{"WS_NETTY_SUB_PROTOCOLS", "mqtt,,x"}}),
+              "listener.ws.netty.sub_protocols");
     EXPECT_EQ(failing_key({{"MQTT_WS_PROXY_PROTOCOL_ENABLED", "maybe"}}),
               "listener.ws.proxy_enabled");
 }

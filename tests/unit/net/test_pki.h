@@ -33,16 +33,17 @@ class test_pki {
 
     // <name>.pem / <name>.key: a self-signed CA.
     void make_ca(const std::string& name) {
-        run("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj '/CN=" + name + "' -keyout " +
-            q(name + ".key") + " -out " + q(name + ".pem"));
+        run("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 "
+            "-subj '/CN=" +
+            name + "' -keyout " + q(name + ".key") + " -out " + q(name + ".pem"));
     }
 
     // <name>.pem / <name>.key: a certificate with CN `cn` signed by CA `ca`.
     void make_cert(const std::string& name, const std::string& cn, const std::string& ca) {
         const auto ext = path(name + ".ext");
         std::ofstream(ext) << "subjectAltName=IP:127.0.0.1,DNS:localhost\n";
-        run("openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj '/CN=" + cn + "' -keyout " +
-            q(name + ".key") + " -out " + q(name + ".csr"));
+        run("openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj '/CN=" + cn +
+            "' -keyout " + q(name + ".key") + " -out " + q(name + ".csr"));
         run("openssl x509 -req -days 2 -in " + q(name + ".csr") + " -CA " + q(ca + ".pem") +
             " -CAkey " + q(ca + ".key") + " -CAcreateserial -extfile " + ext.string() + " -out " +
             q(name + ".pem"));

@@ -4,7 +4,6 @@
 
 #include "net_test_support.h"
 #include "test_pki.h"
-
 #include <boost/asio/ssl.hpp>
 #include <gtest/gtest.h>
 #include <openssl/pem.h>
@@ -94,7 +93,8 @@ class tls_test : public net_test {
     }
 
     // Listens with TLS; received bytes are echoed back.
-    void listen_tls(tls_options options, std::chrono::milliseconds timeout = std::chrono::seconds{10}) {
+    void listen_tls(tls_options options,
+                    std::chrono::milliseconds timeout = std::chrono::seconds{10}) {
         contexts_ = tls_context_provider::create(pool_.context(), std::move(options));
         handshake_options h;
         h.timeout = timeout;

@@ -4,7 +4,6 @@
 
 #include "net_test_support.h"
 #include "test_pki.h"
-
 #include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
@@ -131,7 +130,9 @@ TEST_F(ws_test, packet_split_across_frames_and_packets_sharing_a_frame_arrive_in
     ASSERT_TRUE(a.handler->wait_received(6));
     client.ws.write(asio::buffer(std::string("\xc0\x00\xc0\x00", 4)));  // two PINGREQs
     ASSERT_TRUE(a.handler->wait_received(10));
-    EXPECT_EQ(a.handler->received(), std::string("\x10\x04" "abcd\xc0\x00\xc0\x00", 10));
+    EXPECT_EQ(a.handler->received(), std::string("\x10\x04"
+                                                 "abcd\xc0\x00\xc0\x00",
+                                                 10));
 }
 
 TEST_F(ws_test, text_frame_closes_the_connection) {
