@@ -6,7 +6,11 @@ starlingd only: the Mosquitto fixture has no WebSocket listener.
 
 from __future__ import annotations
 
+import json
+import shutil
 import ssl
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -135,3 +139,21 @@ def test_text_frame_closes_the_connection(broker, ws_clients, uid):
     assert read_packet(ws)[0] == 0x20
     ws.send_frame(b"hello", OP_TEXT)
     ws.expect_closed()
+
+
+JS_DIR = Path(__file__).resolve().parent / "js"
+
+
+@pytest.mark.parametrize("version", [4, 5], ids=["v311", "v5"])
+def test_mqtt_js_over_websocket(broker, topic, version):
+    node = shutil.which("node")
+    if node is None or not (JS_DIR / "node_modules" / "mqtt").is_dir():
+        pytest.skip("node or MQTT.js missing: run scripts/install-deps.sh (npm ci in js/)")
+    done = subprocess.run(
+        [node, str(JS_DIR / "ws_roundtrip.mjs"), str(broker.ports["ws"]), topic, str(version)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"topic": topic, "payload": "hello from mqtt.js"}
