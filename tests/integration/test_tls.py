@@ -188,3 +188,11 @@ def test_certificate_reload_without_restart(broker_factory, paho_client, pki, to
         what="the failed reload to be logged",
     )
     assert served_cert() == new_der
+
+
+def test_sigterm_disconnects_tls_clients(broker_factory, paho_client, pki):
+    broker = broker_factory(env=tls_env(pki))
+    client = paho_client(broker, port=broker.ports["ssl"], tls_context=client_context(pki))
+    assert broker.stop() == 0
+    info = client.wait_for_disconnect()
+    assert info.from_server and info.reason_code == codec.RC_SERVER_SHUTTING_DOWN, info

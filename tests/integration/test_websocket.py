@@ -157,3 +157,18 @@ def test_mqtt_js_over_websocket(broker, topic, version):
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"topic": topic, "payload": "hello from mqtt.js"}
+
+
+def test_sigterm_disconnects_websocket_clients_and_restart_reuses_the_port(
+    broker, paho_client, ws_clients, uid
+):
+    ws_port = broker.ports["ws"]
+    client = paho_client(broker, port=ws_port, transport="websockets", protocol=5)
+    assert broker.stop() == 0
+    info = client.wait_for_disconnect()
+    assert info.from_server and info.reason_code == codec.RC_SERVER_SHUTTING_DOWN, info
+    broker.start()
+    assert broker.ports["ws"] == ws_port
+    ws = ws_clients(broker)
+    ws.send_frame(codec.connect(uid, protocol=codec.MQTT5))
+    assert read_packet(ws)[0] == 0x20
