@@ -62,6 +62,7 @@ PREFIX=()
 [[ $TOOL == callgrind ]] &&
     PREFIX=(valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/callgrind.out")
 STARLING_DATA_DIR=$WORK/data LISTENER_TCP_BIND_ADDRESS=127.0.0.1 LISTENER_TCP_BIND_PORT=0 \
+    LISTENER_WS_BIND_ADDRESS=127.0.0.1 LISTENER_WS_BIND_PORT=0 \
     HTTP_BIND_ADDRESS=127.0.0.1 HTTP_BIND_PORT=0 STARLING_LOG_LEVEL=warn \
     "${PREFIX[@]}" "$STARLINGD" --config "$ROOT/config/starling.yml" >"$WORK/starlingd.log" 2>&1 &
 PID=$!

@@ -202,6 +202,7 @@ start_starling() {
     rm -rf "$data"
     mkdir -p "$data"
     STARLING_DATA_DIR=$data LISTENER_TCP_BIND_ADDRESS=127.0.0.1 LISTENER_TCP_BIND_PORT=0 \
+        LISTENER_WS_BIND_ADDRESS=127.0.0.1 LISTENER_WS_BIND_PORT=0 \
         HTTP_BIND_ADDRESS=127.0.0.1 HTTP_BIND_PORT=0 STARLING_LOG_LEVEL=warn \
         SECURITY_MQTT_ALLOW_ANONYMOUS=true \
         "$STARLINGD" --config "$ROOT/config/starling.yml" >"$WORK/starling-$1.log" 2>&1 &

@@ -54,4 +54,13 @@ fi
 if ! "$venv/bin/python" -c "import paho.mqtt, pytest" 2>/dev/null; then
     "$venv/bin/pip" install -q --disable-pip-version-check -r "$root/tests/integration/requirements.txt"
 fi
+# MQTT.js for the WebSocket interoperability test (tests/integration/js), pinned by its
+# package-lock.json. Optional: without node the test skips and says why.
+if command -v npm >/dev/null 2>&1; then
+    if [[ ! -d "$root/tests/integration/js/node_modules/mqtt" ]]; then
+        (cd "$root/tests/integration/js" && npm ci --no-audit --no-fund --silent)
+    fi
+else
+    echo "install-deps: npm not found; test_websocket.py's MQTT.js test will be skipped"
+fi
 echo "install-deps: done"

@@ -706,7 +706,8 @@ def runtime_smoke(dockerfile, rootfs, binary, scratch):
         # listeners.json, which the health check reads.
         run_env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                    "HOSTNAME": "starling-smoke", **env,
-                   "LISTENER_TCP_BIND_PORT": "0", "HTTP_BIND_PORT": "0"}
+                   "LISTENER_TCP_BIND_PORT": "0", "HTTP_BIND_PORT": "0",
+                   "LISTENER_WS_BIND_PORT": "0"}
         env_args = ["/usr/bin/env", "-i", *[f"{k}={v}" for k, v in run_env.items()]]
         as_user = ["chroot", f"--userspec={user}", mnt]
         log = open(os.path.join(scratch, "starlingd.log"), "w+")

@@ -13,13 +13,20 @@
 #include "metrics/registry.h"
 #include "net/io_pool.h"
 #include "net/tcp_listener.h"
+#include "net/tls_context.h"
+#include "net/tls_transport.h"
+#include "net/ws_transport.h"
 
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <stdexcept>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace starling::app {
 
@@ -70,15 +77,74 @@ adapters::embedded::fsync_policy to_adapter(config::fsync_policy p) {
 }
 
 // Written once the listeners are open, atomically (rename), so tools and tests that started the
-// daemon with port 0 learn the ports and know it is ready.
-void write_listeners_file(const std::filesystem::path& data_dir, std::uint16_t mqtt_port,
+// daemon with port 0 learn the ports and know it is ready. "mqtt_tcp" is always written (0 when
+// that listener is disabled); the other listeners only when enabled.
+void write_listeners_file(const std::filesystem::path& data_dir,
+                          const std::vector<std::pair<std::string, std::uint16_t>>& mqtt_ports,
                           std::uint16_t http_port) {
     auto tmp = data_dir / "listeners.json.tmp";
     {
         std::ofstream out(tmp, std::ios::trunc);
-        out << "{\"mqtt_tcp\": " << mqtt_port << ", \"http\": " << http_port << "}\n";
+        std::uint16_t tcp_port = 0;
+        for (const auto& [name, port] : mqtt_ports) {
+            if (name == "tcp") {
+                tcp_port = port;
+            }
+        }
+        out << "{\"mqtt_tcp\": " << tcp_port;
+        for (const auto& [name, port] : mqtt_ports) {
+            if (name != "tcp") {
+                out << ", \"mqtt_" << name << "\": " << port;
+            }
+        }
+        out << ", \"http\": " << http_port << "}\n";
     }
     std::filesystem::rename(tmp, data_dir / "listeners.json");
+}
+
+net::tls_options tls_options_of(std::string_view name, const config::tls_config_section& c) {
+    net::tls_options o;
+    o.listener = std::string(name);
+    o.cert_file = c.credentials.pem.cert_file;
+    o.key_file = c.credentials.pem.key_file;
+    o.key_password = c.credentials.pem.key_password;
+    o.min_protocol = c.protocol == config::tls_protocol_version::tls_v1_3
+                         ? net::tls_protocol::tls_1_3
+                         : net::tls_protocol::tls_1_2;
+    o.cipher_suites = c.enabled_cipher_suites;
+    switch (c.client_auth) {
+        case config::client_auth_type::none:
+            o.client_auth = net::client_auth_mode::none;
+            break;
+        case config::client_auth_type::requested:
+            o.client_auth = net::client_auth_mode::requested;
+            break;
+        case config::client_auth_type::required:
+            o.client_auth = net::client_auth_mode::required;
+            break;
+    }
+    o.trust_store = c.trust_store;
+    o.reload_interval = c.reload_interval;
+    return o;
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+    std::vector<std::string> out;
+    std::size_t pos = 0;
+    while (pos <= text.size()) {
+        auto comma = text.find(',', pos);
+        if (comma == std::string::npos) {
+            comma = text.size();
+        }
+        auto item = text.substr(pos, comma - pos);
+        item.erase(0, item.find_first_not_of(" \t"));
+        item.erase(item.find_last_not_of(" \t") + 1);
+        if (!item.empty()) {
+            out.push_back(item);
+        }
+        pos = comma + 1;
+    }
+    return out;
 }
 
 http::component_health health_of(bool healthy) {
@@ -98,7 +164,9 @@ struct daemon::parts {
     security_parts security;  // outlives the node: its timers may hold the authenticator
     std::unique_ptr<broker::node> node;
     std::unique_ptr<net::io_pool> io;
-    std::unique_ptr<net::tcp_listener> mqtt_tcp;
+    // Every enabled MQTT listener ("tcp", "ssl", "ws", "wss"), in start order.
+    std::vector<std::pair<std::string, std::unique_ptr<net::tcp_listener>>> mqtt;
+    std::vector<std::shared_ptr<net::tls_context_provider>> tls_contexts;
     std::unique_ptr<http::server> http;
 };
 
@@ -185,39 +253,108 @@ void daemon::start() {
                                  std::to_string(cfg_.server.port) + ": " + st.error().message());
     }
 
-    std::uint16_t mqtt_port = 0;
-    if (cfg_.listener.tcp.enabled) {
+    std::vector<std::pair<std::string, std::uint16_t>> mqtt_ports;
+    auto& core = p.node->core();
+    auto& listener_probe = p.metrics.listener();
+    // One listener: the plain TCP accept path plus the listener's handshake, if any.
+    auto open_listener = [&](std::string name, const std::string& bind_address,
+                             std::uint16_t bind_port, std::optional<bool> proxy_enabled,
+                             std::chrono::seconds shutdown_timeout,
+                             std::shared_ptr<net::handshaker> handshake) {
+        if (proxy_enabled.value_or(cfg_.listener.proxy_enabled)) {
+            throw std::runtime_error("listener." + name +
+                                     ".proxy_enabled: the PROXY protocol is not supported by "
+                                     "this build yet; set it (and listener.proxy_enabled) to "
+                                     "false");
+        }
         net::listener_options opts;
-        opts.bind_address = cfg_.listener.tcp.bind_address;
-        opts.port = cfg_.listener.tcp.bind_port;
+        opts.bind_address = bind_address;
+        opts.port = bind_port;
         opts.so_receive_buffer = cfg_.listener.so_receive_buffer;
         opts.connection.write_buffer_high_water_mark = cfg_.listener.write_buffer_high_water_mark;
         opts.connection.write_buffer_low_water_mark = cfg_.listener.write_buffer_low_water_mark;
-        opts.connection.close_timeout = cfg_.listener.tcp.netty.shutdown_timeout;
-        p.mqtt_tcp = std::make_unique<net::tcp_listener>(*p.io, opts);
-        auto& core = p.node->core();
-        auto st = p.mqtt_tcp->start([&core](std::shared_ptr<net::connection> conn) {
+        opts.connection.close_timeout = shutdown_timeout;
+        opts.handshake = std::move(handshake);
+        auto listener = std::make_unique<net::tcp_listener>(*p.io, opts);
+        auto st = listener->start([&core](std::shared_ptr<net::connection> conn) {
             auto handler = std::make_shared<broker::mqtt_connection>(core, conn);
             conn->start(handler);
         });
         if (!st) {
-            throw std::runtime_error("listener.tcp.bind_port: cannot listen on " +
+            throw std::runtime_error("listener." + name + ".bind_port: cannot listen on " +
                                      opts.bind_address + ":" + std::to_string(opts.port) + ": " +
                                      st.error().message());
         }
-        mqtt_port = p.mqtt_tcp->local_port();
-        spdlog::info("MQTT listener on {}:{}", opts.bind_address, mqtt_port);
+        spdlog::info("MQTT {} listener on {}:{}", name, opts.bind_address, listener->local_port());
+        mqtt_ports.emplace_back(name, listener->local_port());
+        p.mqtt.emplace_back(std::move(name), std::move(listener));
+    };
+    auto handshake_options = [&listener_probe](std::string name) {
+        net::handshake_options h;
+        h.on_failure = [&listener_probe, name](std::string_view reason) {
+            listener_probe.handshake_failed(name, reason);
+        };
+        return h;
+    };
+    auto tls_contexts = [&](std::string name, const config::tls_config_section& c) {
+        auto options = tls_options_of(name, c);
+        options.on_reload = [&listener_probe, name](bool ok) {
+            listener_probe.credentials_reloaded(name, ok);
+        };
+        std::shared_ptr<net::tls_context_provider> provider;
+        try {
+            provider = net::tls_context_provider::create(p.io->context(), std::move(options));
+        } catch (const std::exception& e) {
+            throw std::runtime_error("listener." + name + ".config: " + e.what());
+        }
+        provider->start();
+        p.tls_contexts.push_back(provider);
+        return provider;
+    };
+    auto ws_options_of = [&](std::string name, const config::ws_netty_section& netty) {
+        net::ws_options o;
+        o.listener = name;
+        o.sub_protocols = split_list(netty.sub_protocols);
+        o.max_message_size = netty.max_payload_size;
+        o.handshake = handshake_options(name);
+        return o;
+    };
+
+    const auto& l = cfg_.listener;
+    if (l.tcp.enabled) {
+        open_listener("tcp", l.tcp.bind_address, l.tcp.bind_port, l.tcp.proxy_enabled,
+                      l.tcp.netty.shutdown_timeout, nullptr);
+    }
+    if (l.ssl.enabled) {
+        open_listener("ssl", l.ssl.bind_address, l.ssl.bind_port, l.ssl.proxy_enabled,
+                      l.ssl.netty.shutdown_timeout,
+                      std::make_shared<net::tls_handshaker>(tls_contexts("ssl", l.ssl.config),
+                                                            handshake_options("ssl")));
+    }
+    if (l.ws.enabled) {
+        open_listener("ws", l.ws.bind_address, l.ws.bind_port, l.ws.proxy_enabled,
+                      l.ws.netty.shutdown_timeout,
+                      std::make_shared<net::ws_handshaker>(ws_options_of("ws", l.ws.netty)));
+    }
+    if (l.wss.enabled) {
+        open_listener("wss", l.wss.bind_address, l.wss.bind_port, l.wss.proxy_enabled,
+                      l.wss.netty.shutdown_timeout,
+                      std::make_shared<net::ws_handshaker>(ws_options_of("wss", l.wss.netty),
+                                                           tls_contexts("wss", l.wss.config)));
     }
     spdlog::info("HTTP on {}:{}", cfg_.server.address, p.http->local_port());
     p.health.set_lifecycle(http::lifecycle::running);
-    write_listeners_file(data_dir, mqtt_port, p.http->local_port());
+    write_listeners_file(data_dir, mqtt_ports, p.http->local_port());
 }
 
 void daemon::stop() {
     auto& p = *parts_;
     p.health.set_lifecycle(http::lifecycle::stopping);
-    if (p.mqtt_tcp) {
-        p.mqtt_tcp->stop();  // no new connections
+    for (auto& [name, listener] : p.mqtt) {
+        listener->stop();  // no new connections; the node below drains the open ones
+    }
+    for (auto& contexts : p.tls_contexts) {
+        contexts->stop();
     }
     if (p.security.authenticator) {
         p.security.authenticator->stop();  // no verdict reaches a connection from now on

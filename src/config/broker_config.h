@@ -34,9 +34,18 @@ enum class fsync_policy : std::uint8_t { none, interval, always };
 
 enum class shared_subscription_processing : std::uint8_t { round_robin };
 
+// The lowest TLS version a listener accepts (TBMQ's names: "TLSv1.2" allows 1.2 and 1.3,
+// "TLSv1.3" only 1.3).
+enum class tls_protocol_version : std::uint8_t { tls_v1_2, tls_v1_3 };
+
+// Client certificates on a TLS listener: not asked for, asked for (optional), or required.
+enum class client_auth_type : std::uint8_t { none, requested, required };
+
 std::string_view to_string(run_mode mode);
 std::string_view to_string(fsync_policy policy);
 std::string_view to_string(shared_subscription_processing type);
+std::string_view to_string(tls_protocol_version version);
+std::string_view to_string(client_auth_type type);
 
 struct starling_section {
     run_mode mode{};
@@ -67,13 +76,85 @@ struct netty_section {
     friend bool operator==(const netty_section&, const netty_section&) = default;
 };
 
+// netty section of the ws and wss listeners.
+struct ws_netty_section {
+    std::uint32_t max_payload_size{};  // bytes: the largest MQTT packet / WebSocket message
+    std::chrono::seconds shutdown_timeout{};
+    std::string sub_protocols;  // comma-separated, e.g. "mqttv3.1,mqtt"; never empty
+
+    friend bool operator==(const ws_netty_section&, const ws_netty_section&) = default;
+};
+
+struct pem_credentials_section {
+    std::string cert_file;  // PEM certificate chain, server certificate first
+    std::string key_file;   // PEM private key
+    std::string key_password;
+
+    friend bool operator==(const pem_credentials_section&,
+                           const pem_credentials_section&) = default;
+};
+
+struct tls_credentials_section {
+    pem_credentials_section pem;
+
+    friend bool operator==(const tls_credentials_section&,
+                           const tls_credentials_section&) = default;
+};
+
+// `config` section of the ssl and wss listeners. Checked at load when the listener is enabled:
+// the files exist, and a trust store is set when client_auth is not none.
+struct tls_config_section {
+    tls_protocol_version protocol{};
+    std::string enabled_cipher_suites;  // comma-separated; empty = OpenSSL defaults
+    tls_credentials_section credentials;
+    client_auth_type client_auth{};
+    std::string trust_store;                 // PEM CA bundle for client certificates
+    std::chrono::seconds reload_interval{};  // credential files checked this often; 0 = never
+
+    friend bool operator==(const tls_config_section&, const tls_config_section&) = default;
+};
+
 struct tcp_listener_section {
     bool enabled{};
     std::string bind_address;
     std::uint16_t bind_port{};  // 0 = any free port
+    // Overrides listener.proxy_enabled for this listener; unset = inherit.
+    std::optional<bool> proxy_enabled;
     netty_section netty;
 
     friend bool operator==(const tcp_listener_section&, const tcp_listener_section&) = default;
+};
+
+struct ssl_listener_section {
+    bool enabled{};
+    std::string bind_address;
+    std::uint16_t bind_port{};
+    std::optional<bool> proxy_enabled;
+    netty_section netty;
+    tls_config_section config;
+
+    friend bool operator==(const ssl_listener_section&, const ssl_listener_section&) = default;
+};
+
+struct ws_listener_section {
+    bool enabled{};
+    std::string bind_address;
+    std::uint16_t bind_port{};
+    std::optional<bool> proxy_enabled;
+    ws_netty_section netty;
+
+    friend bool operator==(const ws_listener_section&, const ws_listener_section&) = default;
+};
+
+struct wss_listener_section {
+    bool enabled{};
+    std::string bind_address;
+    std::uint16_t bind_port{};
+    std::optional<bool> proxy_enabled;
+    ws_netty_section netty;
+    tls_config_section config;
+
+    friend bool operator==(const wss_listener_section&, const wss_listener_section&) = default;
 };
 
 struct listener_section {
@@ -81,7 +162,11 @@ struct listener_section {
     std::uint64_t write_buffer_low_water_mark{};   // bytes, always < high
     std::uint64_t so_receive_buffer{};             // bytes, 0 = OS default
     std::uint32_t io_threads{};                    // resolved: >= 1
+    bool proxy_enabled{};  // PROXY protocol v1/v2 on every listener unless overridden
     tcp_listener_section tcp;
+    ssl_listener_section ssl;
+    ws_listener_section ws;
+    wss_listener_section wss;
 
     friend bool operator==(const listener_section&, const listener_section&) = default;
 };

@@ -55,6 +55,17 @@ constexpr std::array<std::pair<std::string_view, basic_auth_strategy>, 4> basic_
 
 constexpr std::array<std::string_view, 4> auth_provider_names{"MQTT_BASIC", "X_509", "JWT", "HTTP"};
 
+constexpr std::array<std::pair<std::string_view, tls_protocol_version>, 2> tls_protocol_names{{
+    {"TLSv1.2", tls_protocol_version::tls_v1_2},
+    {"TLSv1.3", tls_protocol_version::tls_v1_3},
+}};
+
+constexpr std::array<std::pair<std::string_view, client_auth_type>, 3> client_auth_names{{
+    {"none", client_auth_type::none},
+    {"requested", client_auth_type::requested},
+    {"required", client_auth_type::required},
+}};
+
 constexpr std::array<std::string_view, 7> log_levels{"trace", "debug",    "info", "warn",
                                                      "error", "critical", "off"};
 
@@ -283,6 +294,22 @@ binding boolean(key_info info, Access access) {
             }};
 }
 
+// A per-listener override: empty = unset (inherit the global value).
+template <class Access>
+binding optional_boolean(key_info info, Access access) {
+    return {info, [access](broker_config& config, const raw_value& value) {
+                if (trim(value.text).empty()) {
+                    access(config) = std::nullopt;
+                    return;
+                }
+                const auto parsed = parse_bool(value.text);
+                if (!parsed) {
+                    reject(value, "is not a boolean (true, false, or empty to inherit)");
+                }
+                access(config) = *parsed;
+            }};
+}
+
 template <class Access, class E, std::size_t N>
 binding enumeration(key_info info, Access access,
                     const std::array<std::pair<std::string_view, E>, N>& names) {
@@ -382,6 +409,24 @@ std::optional<std::string> not_empty(std::string_view text) {
     return std::nullopt;
 }
 
+// "mqttv3.1,mqtt": at least one name, no empty entries.
+std::optional<std::string> comma_list(std::string_view text) {
+    std::size_t pos = 0;
+    while (true) {
+        const auto comma = text.find(',', pos);
+        const auto item = trim(text.substr(
+            pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos));
+        if (item.empty()) {
+            return "must be a comma-separated list of WebSocket subprotocols without empty "
+                   "entries (e.g. mqttv3.1,mqtt)";
+        }
+        if (comma == std::string_view::npos) {
+            return std::nullopt;
+        }
+        pos = comma + 1;
+    }
+}
+
 std::optional<std::string> known_log_level(std::string_view text) {
     if (std::find(log_levels.begin(), log_levels.end(), text) == log_levels.end()) {
         return fmt::format("is not a known log level ({})", join(log_levels));
@@ -464,6 +509,103 @@ const std::vector<binding>& bindings() {
                  .note = "the largest MQTT packet is 268435460 bytes"}),
         integer({"listener.tcp.netty.shutdown_timeout", "TCP_NETTY_SHUTDOWN_TIMEOUT", "5"},
                 FIELD(listener.tcp.netty.shutdown_timeout), {.min = 0, .max = 3600, .unit = "s"}),
+        boolean({"listener.proxy_enabled", "MQTT_PROXY_PROTOCOL_ENABLED", "false"},
+                FIELD(listener.proxy_enabled)),
+        optional_boolean({"listener.tcp.proxy_enabled", "MQTT_TCP_PROXY_PROTOCOL_ENABLED", ""},
+                         FIELD(listener.tcp.proxy_enabled)),
+        boolean({"listener.ssl.enabled", "LISTENER_SSL_ENABLED", "false"},
+                FIELD(listener.ssl.enabled)),
+        text({"listener.ssl.bind_address", "LISTENER_SSL_BIND_ADDRESS", "0.0.0.0"},
+             FIELD(listener.ssl.bind_address), ip_address),
+        port({"listener.ssl.bind_port", "LISTENER_SSL_BIND_PORT", "8883"},
+             FIELD(listener.ssl.bind_port)),
+        optional_boolean({"listener.ssl.proxy_enabled", "MQTT_SSL_PROXY_PROTOCOL_ENABLED", ""},
+                         FIELD(listener.ssl.proxy_enabled)),
+        integer({"listener.ssl.netty.max_payload_size", "SSL_NETTY_MAX_PAYLOAD_SIZE", "65536"},
+                FIELD(listener.ssl.netty.max_payload_size),
+                {.min = 64,
+                 .max = 268435460,
+                 .unit = "bytes",
+                 .note = "the largest MQTT packet is 268435460 bytes"}),
+        integer({"listener.ssl.netty.shutdown_timeout", "SSL_NETTY_SHUTDOWN_TIMEOUT", "5"},
+                FIELD(listener.ssl.netty.shutdown_timeout), {.min = 0, .max = 3600, .unit = "s"}),
+        enumeration({"listener.ssl.config.protocol", "LISTENER_SSL_PROTOCOL", "TLSv1.2"},
+                    FIELD(listener.ssl.config.protocol), tls_protocol_names),
+        text(
+            {"listener.ssl.config.enabled_cipher_suites", "LISTENER_SSL_ENABLED_CIPHER_SUITES", ""},
+            FIELD(listener.ssl.config.enabled_cipher_suites)),
+        text({"listener.ssl.config.credentials.pem.cert_file", "LISTENER_SSL_PEM_CERT",
+              "mqttserver.pem"},
+             FIELD(listener.ssl.config.credentials.pem.cert_file)),
+        text({"listener.ssl.config.credentials.pem.key_file", "LISTENER_SSL_PEM_KEY",
+              "mqttserver_key.pem"},
+             FIELD(listener.ssl.config.credentials.pem.key_file)),
+        text({"listener.ssl.config.credentials.pem.key_password", "LISTENER_SSL_PEM_KEY_PASSWORD",
+              ""},
+             FIELD(listener.ssl.config.credentials.pem.key_password)),
+        enumeration({"listener.ssl.config.client_auth", "LISTENER_SSL_CLIENT_AUTH", "none"},
+                    FIELD(listener.ssl.config.client_auth), client_auth_names),
+        text({"listener.ssl.config.trust_store", "LISTENER_SSL_TRUST_STORE", ""},
+             FIELD(listener.ssl.config.trust_store)),
+        integer({"listener.ssl.config.reload_interval", "LISTENER_SSL_RELOAD_INTERVAL", "5"},
+                FIELD(listener.ssl.config.reload_interval),
+                {.min = 0, .max = 86400, .unit = "s", .note = "0 = never reload"}),
+        boolean({"listener.ws.enabled", "LISTENER_WS_ENABLED", "true"}, FIELD(listener.ws.enabled)),
+        text({"listener.ws.bind_address", "LISTENER_WS_BIND_ADDRESS", "0.0.0.0"},
+             FIELD(listener.ws.bind_address), ip_address),
+        port({"listener.ws.bind_port", "LISTENER_WS_BIND_PORT", "8084"},
+             FIELD(listener.ws.bind_port)),
+        optional_boolean({"listener.ws.proxy_enabled", "MQTT_WS_PROXY_PROTOCOL_ENABLED", ""},
+                         FIELD(listener.ws.proxy_enabled)),
+        integer({"listener.ws.netty.max_payload_size", "WS_NETTY_MAX_PAYLOAD_SIZE", "65536"},
+                FIELD(listener.ws.netty.max_payload_size),
+                {.min = 64,
+                 .max = 268435460,
+                 .unit = "bytes",
+                 .note = "the largest MQTT packet is 268435460 bytes"}),
+        integer({"listener.ws.netty.shutdown_timeout", "WS_NETTY_SHUTDOWN_TIMEOUT", "5"},
+                FIELD(listener.ws.netty.shutdown_timeout), {.min = 0, .max = 3600, .unit = "s"}),
+        text({"listener.ws.netty.sub_protocols", "WS_NETTY_SUB_PROTOCOLS", "mqttv3.1,mqtt"},
+             FIELD(listener.ws.netty.sub_protocols), comma_list),
+        boolean({"listener.wss.enabled", "LISTENER_WSS_ENABLED", "false"},
+                FIELD(listener.wss.enabled)),
+        text({"listener.wss.bind_address", "LISTENER_WSS_BIND_ADDRESS", "0.0.0.0"},
+             FIELD(listener.wss.bind_address), ip_address),
+        port({"listener.wss.bind_port", "LISTENER_WSS_BIND_PORT", "8085"},
+             FIELD(listener.wss.bind_port)),
+        optional_boolean({"listener.wss.proxy_enabled", "MQTT_WSS_PROXY_PROTOCOL_ENABLED", ""},
+                         FIELD(listener.wss.proxy_enabled)),
+        integer({"listener.wss.netty.max_payload_size", "WSS_NETTY_MAX_PAYLOAD_SIZE", "65536"},
+                FIELD(listener.wss.netty.max_payload_size),
+                {.min = 64,
+                 .max = 268435460,
+                 .unit = "bytes",
+                 .note = "the largest MQTT packet is 268435460 bytes"}),
+        integer({"listener.wss.netty.shutdown_timeout", "WSS_NETTY_SHUTDOWN_TIMEOUT", "5"},
+                FIELD(listener.wss.netty.shutdown_timeout), {.min = 0, .max = 3600, .unit = "s"}),
+        text({"listener.wss.netty.sub_protocols", "WSS_NETTY_SUB_PROTOCOLS", "mqttv3.1,mqtt"},
+             FIELD(listener.wss.netty.sub_protocols), comma_list),
+        enumeration({"listener.wss.config.protocol", "LISTENER_WSS_PROTOCOL", "TLSv1.2"},
+                    FIELD(listener.wss.config.protocol), tls_protocol_names),
+        text(
+            {"listener.wss.config.enabled_cipher_suites", "LISTENER_WSS_ENABLED_CIPHER_SUITES", ""},
+            FIELD(listener.wss.config.enabled_cipher_suites)),
+        text({"listener.wss.config.credentials.pem.cert_file", "LISTENER_WSS_PEM_CERT",
+              "ws_mqtt_server.pem"},
+             FIELD(listener.wss.config.credentials.pem.cert_file)),
+        text({"listener.wss.config.credentials.pem.key_file", "LISTENER_WSS_PEM_KEY",
+              "ws_mqtt_server_key.pem"},
+             FIELD(listener.wss.config.credentials.pem.key_file)),
+        text({"listener.wss.config.credentials.pem.key_password", "LISTENER_WSS_PEM_KEY_PASSWORD",
+              ""},
+             FIELD(listener.wss.config.credentials.pem.key_password)),
+        enumeration({"listener.wss.config.client_auth", "LISTENER_WSS_CLIENT_AUTH", "none"},
+                    FIELD(listener.wss.config.client_auth), client_auth_names),
+        text({"listener.wss.config.trust_store", "LISTENER_WSS_TRUST_STORE", ""},
+             FIELD(listener.wss.config.trust_store)),
+        integer({"listener.wss.config.reload_interval", "LISTENER_WSS_RELOAD_INTERVAL", "5"},
+                FIELD(listener.wss.config.reload_interval),
+                {.min = 0, .max = 86400, .unit = "s", .note = "0 = never reload"}),
         // --- queue
         integer({"queue.msg-all.consumers-count", "TB_MSG_ALL_CONSUMERS_COUNT", "4"},
                 FIELD(queue.msg_all.consumers_count), {.min = 1, .max = 1024}),
@@ -691,6 +833,33 @@ std::string host_name() {
 
 std::uint32_t cores() { return std::max(1U, std::thread::hardware_concurrency()); }
 
+// An enabled TLS listener needs readable credential files (and a trust store when client
+// certificates are asked for); failing here names the key instead of a later OpenSSL error.
+void check_tls_listener(std::string_view name, bool enabled, const tls_config_section& tls) {
+    if (!enabled) {
+        return;
+    }
+    auto check_file = [name](std::string_view key, const std::string& path) {
+        const auto full_key = fmt::format("listener.{}.config.{}", name, key);
+        if (path.empty()) {
+            throw config_error(full_key, fmt::format("{}: must be set when listener.{}.enabled is "
+                                                     "true",
+                                                     full_key, name));
+        }
+        std::ifstream in(path, std::ios::binary);
+        if (!in) {
+            throw config_error(full_key,
+                               fmt::format("{}: \"{}\" cannot be read ({}); listener.{} is enabled",
+                                           full_key, path, std::strerror(errno), name));
+        }
+    };
+    check_file("credentials.pem.cert_file", tls.credentials.pem.cert_file);
+    check_file("credentials.pem.key_file", tls.credentials.pem.key_file);
+    if (tls.client_auth != client_auth_type::none) {
+        check_file("trust_store", tls.trust_store);
+    }
+}
+
 void cross_check(const broker_config& config) {
     const auto& listener = config.listener;
     if (listener.write_buffer_low_water_mark >= listener.write_buffer_high_water_mark) {
@@ -702,6 +871,8 @@ void cross_check(const broker_config& config) {
                         listener.write_buffer_low_water_mark / 1024,
                         listener.write_buffer_high_water_mark / 1024));
     }
+    check_tls_listener("ssl", listener.ssl.enabled, listener.ssl.config);
+    check_tls_listener("wss", listener.wss.enabled, listener.wss.config);
     if (config.queue.kafka.msg_all.retention.count() == 0) {
         throw config_error("queue.kafka.msg-all.retention-ms",
                            "queue.kafka.msg-all.retention-ms: \"0\" would delete every record at "
@@ -935,6 +1106,11 @@ std::string_view to_string(shared_subscription_processing type) {
 std::string_view to_string(basic_auth_strategy strategy) {
     return name_of(basic_strategy_names, strategy);
 }
+
+std::string_view to_string(tls_protocol_version version) {
+    return name_of(tls_protocol_names, version);
+}
+std::string_view to_string(client_auth_type type) { return name_of(client_auth_names, type); }
 
 std::optional<std::string> process_environment(std::string_view name) {
     const char* value = std::getenv(std::string(name).c_str());

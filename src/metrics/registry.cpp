@@ -70,6 +70,7 @@ registry::registry()
       routing_(*prometheus_, subscription_lookup_),
       actor_(*prometheus_),
       auth_(*prometheus_),
+      listener_(*prometheus_),
       bugs_(&prometheus::BuildCounter()
                  .Name("bugsReported_total")
                  .Help("Internal invariant violations logged and survived (STARLING_BUG)")

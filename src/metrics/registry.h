@@ -15,6 +15,7 @@
 #include "metrics/auth_probe.h"
 #include "metrics/broker_probe.h"
 #include "metrics/latency_histogram.h"
+#include "metrics/listener_probe.h"
 #include "metrics/log_probe.h"
 #include "metrics/routing_probe.h"
 
@@ -71,6 +72,7 @@ class registry {
     routing_probe& routing() noexcept { return routing_; }
     actor_probe& actor() noexcept { return actor_; }
     auth_probe& auth() noexcept { return auth_; }
+    listener_probe& listener() noexcept { return listener_; }
 
     // Registers a function that sets gauges from live state; every serialize() runs all of
     // them first (prometheus-cpp has no callback gauges). A refresher runs under the
@@ -93,6 +95,7 @@ class registry {
     routing_probe routing_;
     actor_probe actor_;
     auth_probe auth_;
+    listener_probe listener_;
 
     std::mutex scrape_mutex_;  // guards everything below and serializes scrapes
     std::map<std::uint64_t, std::function<void()>> refreshers_;

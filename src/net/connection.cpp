@@ -75,6 +75,9 @@ connection::connection(private_tag, std::unique_ptr<transport> stream,
                        const connection_options& options)
     : id_(next_connection_id.fetch_add(1, std::memory_order_relaxed)),
       remote_address_(stream->remote_address()),
+      tls_peer_(stream->tls_peer() != nullptr
+                    ? std::make_unique<const tls_peer_info>(*stream->tls_peer())
+                    : nullptr),
       state_(std::make_unique<state>(std::move(stream), options)) {}
 
 connection::~connection() = default;

@@ -4,6 +4,8 @@
 // slot in as further `transport` implementations, see transport.h). No Asio in this header:
 // the broker includes it everywhere, and the Asio machinery lives behind the pimpl.
 
+#include "net/tls_peer_info.h"
+
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -124,6 +126,9 @@ class connection final : public std::enable_shared_from_this<connection> {
     std::uint64_t id() const { return id_; }
     const std::string& remote_address() const { return remote_address_; }
     const connection_stats& stats() const { return stats_; }
+    // The TLS peer (protocol, cipher, client certificate chain) for TLS and WSS connections,
+    // nullptr otherwise. Copied from the transport at creation; readable from any thread.
+    const tls_peer_info* tls_peer() const { return tls_peer_.get(); }
 
   private:
     struct state;  // connection.cpp: the write queue, the strand-side state, the Asio objects
@@ -144,6 +149,7 @@ class connection final : public std::enable_shared_from_this<connection> {
 
     const std::uint64_t id_;
     const std::string remote_address_;
+    const std::unique_ptr<const tls_peer_info> tls_peer_;
     connection_stats stats_;
     std::unique_ptr<state> state_;
 };

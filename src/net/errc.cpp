@@ -20,6 +20,8 @@ class category final : public std::error_category {
                 return "peer closed the connection";
             case errc::invalid_address:
                 return "invalid bind address";
+            case errc::websocket_text_frame:
+                return "WebSocket text frame (MQTT allows binary frames only)";
         }
         return "unknown net error";
     }

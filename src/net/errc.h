@@ -19,6 +19,8 @@ enum class errc {
     peer_closed,
     // The bind address is not an IP address.
     invalid_address,
+    // A WebSocket client sent a text frame; MQTT over WebSocket is binary only [MQTT-6.0.0-1].
+    websocket_text_frame,
 };
 
 const std::error_category& net_category();

@@ -1,6 +1,7 @@
 #include "net/tcp_listener.h"
 
 #include "net/errc.h"
+#include "net/handshake.h"
 #include "net/io_pool.h"
 #include "net/tcp_transport.h"
 
@@ -46,6 +47,7 @@ struct tcp_listener::state {
     static void accept_next(const std::shared_ptr<state>& s);
     static void on_accept(const std::shared_ptr<state>& s, const boost::system::error_code& ec,
                           tcp::socket socket);
+    static void hand_over(const std::shared_ptr<state>& s, std::unique_ptr<transport> stream);
 };
 
 namespace {
@@ -81,11 +83,35 @@ void tcp_listener::state::on_accept(const std::shared_ptr<state>& s,
         return;
     }
     accept_next(s);  // keep accepting while this one is handed over
+    lock.unlock();
+
+    if (s->options.handshake) {
+        // The handshake completes later, on the socket's strand; the listener may be stopped
+        // by then, which hand_over() checks.
+        boost::system::error_code endpoint_ec;
+        const auto endpoint = socket.remote_endpoint(endpoint_ec);
+        std::string remote = endpoint_ec ? std::string("unknown") : tcp_transport::format(endpoint);
+        s->options.handshake->start(std::move(socket), std::move(remote),
+                                    [s](std::unique_ptr<transport> stream) {
+                                        if (stream) {
+                                            hand_over(s, std::move(stream));
+                                        }
+                                    });
+        return;
+    }
+    hand_over(s, std::make_unique<tcp_transport>(std::move(socket)));
+}
+
+void tcp_listener::state::hand_over(const std::shared_ptr<state>& s,
+                                    std::unique_ptr<transport> stream) {
+    std::unique_lock lock(s->mutex);
+    if (s->stopped) {
+        return;  // `stream` closes on destruction
+    }
     ++s->handlers_running;
     lock.unlock();
 
-    auto conn = connection::create(std::make_unique<tcp_transport>(std::move(socket)),
-                                   s->options.connection);
+    auto conn = connection::create(std::move(stream), s->options.connection);
     s->stats.accepted.fetch_add(1, std::memory_order_relaxed);
     handler_of = s.get();
     s->handler(std::move(conn));

@@ -1,7 +1,8 @@
 #pragma once
 
 // tcp_listener: accepts TCP connections on a shared io_pool and hands each one, wrapped in a
-// connection over a tcp_transport, to the owner. No Asio in this header.
+// connection over a tcp_transport (or whatever transport the listener's handshaker produced:
+// TLS, WebSocket), to the owner. No Asio in this header.
 
 #include "base/result.h"
 #include "net/connection.h"
@@ -16,6 +17,7 @@
 namespace starling::net {
 
 class io_pool;
+class handshaker;
 
 struct listener_options {
     std::string bind_address = "0.0.0.0";  // "::" listens on IPv6 and IPv4
@@ -25,6 +27,9 @@ struct listener_options {
     std::size_t so_receive_buffer = 0;
     int backlog = 1024;
     connection_options connection;
+    // Runs on each accepted socket before the connection is created (TLS, WebSocket upgrade);
+    // null = plain TCP. Connections that fail it are dropped and never reach the handler.
+    std::shared_ptr<handshaker> handshake;
 };
 
 struct listener_stats {

@@ -31,6 +31,11 @@ tcp_transport::tcp_transport(boost::asio::ip::tcp::socket socket) : socket_(std:
     remote_address_ = ec ? std::string("unknown") : format(endpoint);
 }
 
+tcp_transport::tcp_transport(boost::asio::ip::tcp::socket socket, std::string remote_address)
+    : tcp_transport(std::move(socket)) {
+    remote_address_ = std::move(remote_address);
+}
+
 tcp_transport::~tcp_transport() {
     boost::system::error_code ignored;
     socket_.close(ignored);

@@ -21,6 +21,8 @@ namespace starling::net {
 class tcp_transport final : public transport {
   public:
     explicit tcp_transport(boost::asio::ip::tcp::socket socket);
+    // With the peer's address given (e.g. from a PROXY protocol header) instead of the socket's.
+    tcp_transport(boost::asio::ip::tcp::socket socket, std::string remote_address);
     ~tcp_transport() override;
 
     boost::asio::any_io_executor get_executor() override;

@@ -10,6 +10,8 @@
 // This header includes Asio: it is for transport implementations and net internals, not for
 // users of connection.
 
+#include "net/tls_peer_info.h"
+
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/system/error_code.hpp>
@@ -58,6 +60,10 @@ class transport {
 
     // "ip:port" of the peer, "[ipv6]:port" for IPv6, captured at construction.
     virtual const std::string& remote_address() const = 0;
+
+    // What the TLS handshake established about the peer; nullptr for transports without TLS.
+    // Set before the transport is handed to a connection and immutable afterwards.
+    virtual const tls_peer_info* tls_peer() const { return nullptr; }
 };
 
 }  // namespace starling::net

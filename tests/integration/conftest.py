@@ -183,7 +183,9 @@ def paho_client() -> Iterator[Callable[..., MqttClient]]:
     def make(broker: Broker, client_id: str | None = None, connect: bool = True, **kw: Any):
         if client_id is None:
             client_id = f"paho-{next(ids)}-{next(_counter)}"
-        c = MqttClient(broker.host, broker.port, client_id=client_id, **kw)
+        # ``port=`` picks another listener of the broker (TLS, WebSocket: see broker.ports).
+        port = kw.pop("port", None) or broker.port
+        c = MqttClient(broker.host, port, client_id=client_id, **kw)
         created.append(c)
         if connect:
             c.connect()

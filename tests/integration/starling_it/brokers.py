@@ -84,6 +84,8 @@ class Broker:
         self.host = "127.0.0.1"
         self.port: int | None = None
         self.http_port: int | None = None
+        # Every MQTT listener's port by name ("tcp", "ssl", "ws", "wss"), from listeners.json.
+        self.ports: dict[str, int] = {}
         self.proc: subprocess.Popen | None = None
         self.starts = 0
         self.exit_codes: list[int] = []
@@ -228,6 +230,16 @@ class StarlingdBroker(Broker):
                 # On a restart, bind the same ports so clients reconnect where they were.
                 "LISTENER_TCP_BIND_PORT": str(self.port or 0),
                 "HTTP_BIND_PORT": str(self.http_port or 0),
+                # The other listeners: loopback, ephemeral (never the fixed default ports, which
+                # parallel brokers would fight over), the same ones again on restart.
+                **{
+                    f"LISTENER_{name.upper()}_{key}": value
+                    for name in ("ssl", "ws", "wss")
+                    for key, value in (
+                        ("BIND_ADDRESS", "127.0.0.1"),
+                        ("BIND_PORT", str(self.ports.get(name, 0))),
+                    )
+                },
                 "STARLING_LOG_LEVEL": "debug",
                 # Anonymous access is off by default; the suite's clients connect without
                 # credentials unless a test (test_auth.py) turns it off again.
@@ -251,6 +263,11 @@ class StarlingdBroker(Broker):
                     ports = None  # written by rename, so this is transient at most
                 if ports:
                     self.port = int(ports["mqtt_tcp"])
+                    self.ports = {
+                        key[len("mqtt_") :]: int(value)
+                        for key, value in ports.items()
+                        if key.startswith("mqtt_")
+                    }
                     self.http_port = int(ports["http"]) if ports.get("http") else None
                     return
             time.sleep(0.02)  # polling a condition with a deadline

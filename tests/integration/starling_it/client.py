@@ -131,7 +131,12 @@ class MqttClient:
         will: dict[str, Any] | None = None,
         connect_properties: dict[str, Any] | None = None,
         manual_ack: bool = False,
+        transport: str = "tcp",
+        ws_path: str = "/mqtt",
+        tls_context: Any = None,
     ) -> None:
+        """``transport`` is paho's ("tcp" or "websockets"); ``tls_context`` an ssl.SSLContext
+        to connect with TLS (mqtts / wss)."""
         self.host = host
         self.port = port
         self.client_id = client_id
@@ -148,8 +153,13 @@ class MqttClient:
             protocol=paho_proto,
             reconnect_on_failure=False,
             manual_ack=manual_ack,
+            transport=transport,
             **kwargs,
         )
+        if transport == "websockets":
+            self.paho.ws_set_options(path=ws_path)
+        if tls_context is not None:
+            self.paho.tls_set_context(tls_context)
         self.paho.max_inflight_messages_set(1000)
         self.paho.max_queued_messages_set(0)
         self.connect_properties = dict(connect_properties or {})

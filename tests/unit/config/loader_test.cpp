@@ -526,3 +526,91 @@ INSTANTIATE_TEST_SUITE_P(
 
 }  // namespace
 }  // namespace starling::config
+
+namespace starling::config {
+namespace {
+
+// The key named by the config_error `vars` provoke when loading the shipped file.
+std::string failing_key(std::map<std::string, std::string> vars, std::string* message = nullptr) {
+    try {
+        load_shipped(std::move(vars));
+    } catch (const config_error& e) {
+        if (message != nullptr) {
+            *message = e.what();
+        }
+        return e.key();
+    }
+    return "(loaded)";
+}
+
+TEST(config_listeners, defaults_follow_tbmq) {
+    const auto c = default_config();
+    EXPECT_TRUE(c.listener.ws.enabled);
+    EXPECT_EQ(c.listener.ws.bind_port, 8084);
+    EXPECT_EQ(c.listener.ws.netty.sub_protocols, "mqttv3.1,mqtt");
+    EXPECT_FALSE(c.listener.ssl.enabled);
+    EXPECT_EQ(c.listener.ssl.bind_port, 8883);
+    EXPECT_EQ(c.listener.ssl.config.protocol, tls_protocol_version::tls_v1_2);
+    EXPECT_EQ(c.listener.ssl.config.client_auth, client_auth_type::none);
+    EXPECT_EQ(c.listener.ssl.config.credentials.pem.cert_file, "mqttserver.pem");
+    EXPECT_EQ(c.listener.ssl.config.reload_interval, 5s);
+    EXPECT_FALSE(c.listener.wss.enabled);
+    EXPECT_EQ(c.listener.wss.bind_port, 8085);
+    EXPECT_EQ(c.listener.wss.config.credentials.pem.key_file, "ws_mqtt_server_key.pem");
+    EXPECT_FALSE(c.listener.proxy_enabled);
+    EXPECT_EQ(c.listener.tcp.proxy_enabled, std::nullopt);
+}
+
+TEST(config_listeners, tbmq_environment_names_apply) {
+    const auto c = load_shipped({{"LISTENER_WSS_PROTOCOL", "TLSv1.3"},
+                                 {"LISTENER_SSL_CLIENT_AUTH", "REQUIRED"},
+                                 {"WS_NETTY_SUB_PROTOCOLS", "mqtt"},
+                                 {"LISTENER_WS_BIND_PORT", "0"},
+                                 {"MQTT_SSL_PROXY_PROTOCOL_ENABLED", "false"},
+                                 {"MQTT_PROXY_PROTOCOL_ENABLED", "true"}});
+    EXPECT_EQ(c.listener.wss.config.protocol, tls_protocol_version::tls_v1_3);
+    EXPECT_EQ(c.listener.ssl.config.client_auth, client_auth_type::required);
+    EXPECT_EQ(c.listener.ws.netty.sub_protocols, "mqtt");
+    EXPECT_EQ(c.listener.ws.bind_port, 0);
+    EXPECT_EQ(c.listener.ssl.proxy_enabled, std::optional<bool>(false));
+    EXPECT_TRUE(c.listener.proxy_enabled);
+}
+
+TEST(config_listeners, bad_values_name_their_key) {
+    std::string message;
+    EXPECT_EQ(failing_key({{"LISTENER_SSL_PROTOCOL", "TLSv1.1"}}, &message),
+              "listener.ssl.config.protocol");
+    EXPECT_THAT(message, HasSubstr("TLSv1.2, TLSv1.3"));
+    EXPECT_EQ(failing_key({{"LISTENER_WSS_CLIENT_AUTH", "sometimes"}}),
+              "listener.wss.config.client_auth");
+    EXPECT_EQ(failing_key({{"WS_NETTY_SUB_PROTOCOLS", "mqtt,,x"}}),
+              "listener.ws.netty.sub_protocols");
+    EXPECT_EQ(failing_key({{"MQTT_WS_PROXY_PROTOCOL_ENABLED", "maybe"}}),
+              "listener.ws.proxy_enabled");
+}
+
+TEST(config_listeners, enabled_tls_listener_needs_readable_files) {
+    std::string message;
+    EXPECT_EQ(failing_key({{"LISTENER_SSL_ENABLED", "true"},
+                           {"LISTENER_SSL_PEM_CERT", "/nonexistent/cert.pem"}},
+                          &message),
+              "listener.ssl.config.credentials.pem.cert_file");
+    EXPECT_THAT(message, HasSubstr("/nonexistent/cert.pem"));
+
+    // Any readable file passes the load-time check (its contents are checked at start-up).
+    const auto self = shipped_file.string();
+    EXPECT_EQ(failing_key({{"LISTENER_WSS_ENABLED", "true"},
+                           {"LISTENER_WSS_PEM_CERT", self},
+                           {"LISTENER_WSS_PEM_KEY", self},
+                           {"LISTENER_WSS_CLIENT_AUTH", "requested"}}),
+              "listener.wss.config.trust_store");
+    EXPECT_EQ(failing_key({{"LISTENER_WSS_ENABLED", "true"},
+                           {"LISTENER_WSS_PEM_CERT", self},
+                           {"LISTENER_WSS_PEM_KEY", self},
+                           {"LISTENER_WSS_CLIENT_AUTH", "requested"},
+                           {"LISTENER_WSS_TRUST_STORE", self}}),
+              "(loaded)");
+}
+
+}  // namespace
+}  // namespace starling::config
