@@ -28,23 +28,5 @@ TEST(topic_rules, empty_lists_allow_nothing_and_everything_allows_all) {
     EXPECT_EQ(all, topic_rules::everything());  // one shared instance
 }
 
-TEST(blocked_clients_stand_in, matches_by_kind_and_ignores_expired_entries) {
-    using kind = blocked_client_entry::kind;
-    blocked_clients blocked({{.type = kind::client_id, .value = "rogue"},
-                             {.type = kind::username, .value = "mallory", .expires_at_ms = 1000},
-                             {.type = kind::ip_address, .value = "10.0.0.9"},
-                             {.type = kind::regex,
-                              .value = "bad-.*",
-                              .regex_target = kind::username,
-                              .description = "bad users"}});
-    EXPECT_TRUE(blocked.check("rogue", std::nullopt, "127.0.0.1", 0).has_value());
-    EXPECT_FALSE(blocked.check("fine", std::nullopt, "127.0.0.1", 0).has_value());
-    EXPECT_TRUE(blocked.check("c", "mallory", "127.0.0.1", 999).has_value());
-    EXPECT_FALSE(blocked.check("c", "mallory", "127.0.0.1", 1000).has_value());  // expired
-    EXPECT_TRUE(blocked.check("c", std::nullopt, "10.0.0.9", 0).has_value());
-    EXPECT_EQ(blocked.check("c", "bad-bob", "127.0.0.1", 0), "bad users");
-    EXPECT_FALSE(blocked.check("bad-bob", std::nullopt, "127.0.0.1", 0).has_value());
-}
-
 }  // namespace
 }  // namespace starling::auth
