@@ -50,4 +50,7 @@ std::string substitute_identity(std::string_view pattern, const auth_request& re
 // escaped; invalid UTF-8 replaced by U+FFFD so the document stays valid).
 std::string json_escape(std::string_view text);
 
+// RFC 4648 §5 base64url without padding (padding tolerated); nullopt on a bad character.
+std::optional<std::string> base64url_decode(std::string_view text);
+
 }  // namespace starling::auth
