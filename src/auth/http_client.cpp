@@ -45,6 +45,8 @@ class http_client_category_impl final : public std::error_category {
                 return "response too large";
             case http_client_errc::transport:
                 return "transport error";
+            case http_client_errc::tls:
+                return "TLS handshake failed";
         }
         return "unknown http client error";
     }
@@ -305,18 +307,23 @@ asio::awaitable<result<std::unique_ptr<connection>>> open_connection(state_ptr s
         co_return map_error(cec, deadline);
     }
     if (conn->tls) {
-        if (!SSL_set_tlsext_host_name(conn->tls->native_handle(), s->endpoint.host.c_str())) {
+        beast::error_code not_ip;
+        asio::ip::make_address(s->endpoint.host, not_ip);
+        // SNI carries host names only (RFC 6066 §3), never address literals.
+        if (not_ip &&
+            !SSL_set_tlsext_host_name(conn->tls->native_handle(), s->endpoint.host.c_str())) {
             co_return make_error_code(http_client_errc::transport);
         }
         if (s->options.verify_tls_peer) {
             conn->tls->set_verify_callback(asio::ssl::host_name_verification(s->endpoint.host));
         }
-        auto [hec] = co_await conn->tls->async_handshake(asio::ssl::stream_base::client,
-                                                         use_tuple);
+        auto [hec] = co_await conn->tls->async_handshake(asio::ssl::stream_base::client, use_tuple);
         if (hec) {
-            spdlog::debug("auth http client: TLS handshake with {}: {}", s->endpoint.host,
-                          hec.message());
-            co_return map_error(hec, deadline);
+            spdlog::warn("auth http client: TLS handshake with {}: {}", s->endpoint.host,
+                         hec.message());
+            const auto mapped = map_error(hec, deadline);
+            co_return mapped == http_client_errc::timeout ? mapped
+                                                          : make_error_code(http_client_errc::tls);
         }
     }
     s->opened.fetch_add(1, std::memory_order_relaxed);
@@ -356,7 +363,8 @@ asio::awaitable<exchange_outcome> write_and_read(Stream& stream, connection& con
     co_return out;
 }
 
-asio::awaitable<void> run_request(state_ptr s, std::shared_ptr<bhttp::request<bhttp::string_body>> req,
+asio::awaitable<void> run_request(state_ptr s,
+                                  std::shared_ptr<bhttp::request<bhttp::string_body>> req,
                                   time_point deadline, http_client::completion done) {
     for (int attempt = 0;; ++attempt) {
         auto slot = co_await acquire(s, deadline);
@@ -405,10 +413,9 @@ asio::awaitable<void> run_request(state_ptr s, std::shared_ptr<bhttp::request<bh
 
 }  // namespace
 
-http_client::http_client(url endpoint, asio::any_io_executor executor,
-                         http_client_options options)
-    : state_(std::make_shared<state>(std::move(endpoint), std::move(executor),
-                                     std::move(options))) {}
+http_client::http_client(url endpoint, asio::any_io_executor executor, http_client_options options)
+    : state_(
+          std::make_shared<state>(std::move(endpoint), std::move(executor), std::move(options))) {}
 
 http_client::~http_client() { stop(); }
 

@@ -46,11 +46,11 @@ struct url {
 using http_headers = std::vector<std::pair<std::string, std::string>>;
 
 struct http_client_options {
-    std::size_t max_connections = 16;                // open connections (idle + busy) at most
-    std::size_t max_response_bytes = 256 * 1024;     // header + body; larger → error
-    bool verify_tls_peer = true;                     // https: verify chain and host name
-    std::string ca_file;                             // https: trust store (empty: system)
-    std::chrono::seconds idle_timeout{60};           // idle pooled connections closed after
+    std::size_t max_connections = 16;             // open connections (idle + busy) at most
+    std::size_t max_response_bytes = 256 * 1024;  // header + body; larger → error
+    bool verify_tls_peer = true;                  // https: verify chain and host name
+    std::string ca_file;                          // https: trust store (empty: system)
+    std::chrono::seconds idle_timeout{60};        // idle pooled connections closed after
 };
 
 struct http_response {
@@ -63,7 +63,8 @@ enum class http_client_errc {
     timeout = 1,  // the deadline passed (queueing, connecting, handshake, write or read)
     stopped,      // stop() was called
     too_large,    // the response exceeded max_response_bytes
-    transport,    // connection refused / reset, TLS failure, malformed response
+    transport,    // connection refused / reset, malformed response
+    tls,          // TLS handshake failed (certificate not trusted, host name mismatch, ...)
 };
 const std::error_category& http_client_category();
 std::error_code make_error_code(http_client_errc e);

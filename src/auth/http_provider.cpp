@@ -21,8 +21,8 @@ std::string base64(std::string_view in) {
 }
 
 // Reads a list of strings from `doc[key]`; nullopt when absent, error text when malformed.
-std::optional<std::vector<std::string>> string_list(const nlohmann::json& doc,
-                                                    const char* key, std::string& error) {
+std::optional<std::vector<std::string>> string_list(const nlohmann::json& doc, const char* key,
+                                                    std::string& error) {
     const auto it = doc.find(key);
     if (it == doc.end() || it->is_null()) {
         return std::nullopt;
@@ -75,8 +75,7 @@ std::optional<std::string> http_provider_options::validation_error() const {
         return "restEndpointUrl: '" + rest_endpoint_url +
                "' is not an http:// or https:// URL with a host";
     }
-    if (request_method.empty() ||
-        request_method.find_first_of(" \t\r\n") != std::string::npos) {
+    if (request_method.empty() || request_method.find_first_of(" \t\r\n") != std::string::npos) {
         return "requestMethod: '" + request_method + "' is not an HTTP method";
     }
     if (read_timeout.count() <= 0) {
@@ -179,9 +178,10 @@ auth_result interpret(const http_provider::shared& s, const result<http_response
         if (auto parsed = parse_client_type(it->get<std::string>())) {
             type = *parsed;
         } else {
-            spdlog::warn("HTTP auth: client '{}': unknown clientType '{}' in the answer, using "
-                         "the default",
-                         client_id, it->get<std::string>());
+            spdlog::warn(
+                "HTTP auth: client '{}': unknown clientType '{}' in the answer, using "
+                "the default",
+                client_id, it->get<std::string>());
         }
     }
     std::string error;
@@ -210,9 +210,10 @@ void http_provider::authenticate(const auth_request& request,
     if (previous >= options_.max_parallel_requests) {
         shared_->in_flight.fetch_sub(1, std::memory_order_relaxed);
         shared_->rejected.fetch_add(1, std::memory_order_relaxed);
-        spdlog::warn("HTTP auth: client '{}' refused: {} requests in flight "
-                     "(maxParallelRequestsCount)",
-                     request.client_id, previous);
+        spdlog::warn(
+            "HTTP auth: client '{}' refused: {} requests in flight "
+            "(maxParallelRequestsCount)",
+            request.client_id, previous);
         done(make_unavailable("too many pending auth requests"));
         return;
     }

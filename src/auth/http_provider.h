@@ -43,21 +43,21 @@ namespace starling::auth {
 
 // Field by field with the TBMQ name of the HTTP provider configuration.
 struct http_provider_options {
-    std::string rest_endpoint_url = "http://localhost:8080";  // restEndpointUrl (http/https)
-    std::string request_method = "POST";                      // requestMethod
+    std::string rest_endpoint_url = "http://localhost:8080";     // restEndpointUrl (http/https)
+    std::string request_method = "POST";                         // requestMethod
     http_headers headers{{"Content-Type", "application/json"}};  // headers
     // credentials: type BASIC → "Authorization: Basic base64(user:password)"; unset =
     // ANONYMOUS. (TBMQ's certificate credentials are not supported.)
-    std::optional<std::string> basic_username;                // credentials.username
-    std::optional<std::string> basic_password;                // credentials.password
-    std::string request_body =                                // requestBody
+    std::optional<std::string> basic_username;  // credentials.username
+    std::optional<std::string> basic_password;  // credentials.password
+    std::string request_body =                  // requestBody
         R"({"clientId": "${clientId}", "username": "${username}", "password": "${password}"})";
     std::chrono::milliseconds read_timeout{5000};  // readTimeoutMs: bounds the whole request
     std::size_t max_parallel_requests = 100;       // maxParallelRequestsCount
     std::size_t max_in_memory_buffer_kb = 256;     // maxInMemoryBufferSizeInKb (response size)
-    std::size_t max_connections = 16;  // env TB_HTTP_AUTH_CLIENT_POOL_MAX_CONNECTIONS
+    std::size_t max_connections = 16;              // env TB_HTTP_AUTH_CLIENT_POOL_MAX_CONNECTIONS
     client_type default_client_type = client_type::device;  // defaultClientType
-    auth_rules_options auth_rules;                           // authRules
+    auth_rules_options auth_rules;                          // authRules
     // Starling additions (https): verify the server certificate, trust store file.
     bool verify_tls_peer = true;
     std::string ca_file;
@@ -75,8 +75,7 @@ class http_provider final : public auth_provider {
     http_provider& operator=(const http_provider&) = delete;
 
     std::string_view name() const override { return "HTTP"; }
-    void authenticate(const auth_request& request,
-                      std::function<void(auth_result)> done) override;
+    void authenticate(const auth_request& request, std::function<void(auth_result)> done) override;
 
     void stop();
 

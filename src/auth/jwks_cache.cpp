@@ -129,7 +129,8 @@ pkey_ptr key_from_params(const char* type, OSSL_PARAM_BLD* bld) {
 }  // namespace
 
 result<verification_key> key_from_pem(std::string_view pem, std::string* why) {
-    std::unique_ptr<BIO, bio_deleter> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+    std::unique_ptr<BIO, bio_deleter> bio(
+        BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
     pkey_ptr key(bio ? PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr) : nullptr);
     if (!key) {
         return fail(why, "not a PEM public key (-----BEGIN PUBLIC KEY-----)");
@@ -185,8 +186,7 @@ result<verification_key> key_from_jwk(const nlohmann::json& jwk, std::string* wh
         }
         // Uncompressed point: 0x04 || x || y.
         std::string point = "\x04" + *x + *y;
-        if (OSSL_PARAM_BLD_push_utf8_string(bld.get(), OSSL_PKEY_PARAM_GROUP_NAME, group, 0) !=
-                1 ||
+        if (OSSL_PARAM_BLD_push_utf8_string(bld.get(), OSSL_PKEY_PARAM_GROUP_NAME, group, 0) != 1 ||
             OSSL_PARAM_BLD_push_octet_string(bld.get(), OSSL_PKEY_PARAM_PUB_KEY, point.data(),
                                              point.size()) != 1) {
             return fail(why, "cannot build the EC key");
@@ -445,9 +445,8 @@ void jwks_cache::find(const std::string& kid, lookup_done done) {
             done({lookup_status::unavailable, nullptr, "JWKS cache stopped"});
             return;
         }
-        const bool may_fetch =
-            !s->last_fetch ||
-            s->clock.steady_now() - *s->last_fetch >= s->options.unknown_kid_min_interval;
+        const bool may_fetch = !s->last_fetch || s->clock.steady_now() - *s->last_fetch >=
+                                                     s->options.unknown_kid_min_interval;
         if (!s->fetching && !may_fetch) {
             state::answer(map, kid, s->last_error, done);
             return;

@@ -59,9 +59,9 @@ result<std::vector<verification_key>> keys_from_jwks(std::string_view body,
 
 // Field by field with the TBMQ name (jwtVerifierConfiguration, type JWKS).
 struct jwks_options {
-    std::string endpoint;                          // endpoint (http:// or https://)
-    http_headers headers;                          // headers
-    std::chrono::seconds refresh_interval{300};    // refreshInterval (seconds, at least 300)
+    std::string endpoint;                        // endpoint (http:// or https://)
+    http_headers headers;                        // headers
+    std::chrono::seconds refresh_interval{300};  // refreshInterval (seconds, at least 300)
     // Starling additions: refetch on an unknown kid at most once per this interval; the fetch
     // timeout; the largest document accepted; TLS peer verification and trust store.
     std::chrono::seconds unknown_kid_min_interval{30};

@@ -71,15 +71,14 @@ std::optional<std::string> claim_text(const nlohmann::json& claims, const std::s
     return it->dump();
 }
 
-bool claims_match(const std::map<std::string, std::string>& wanted,
-                  const nlohmann::json& claims, const auth_request& request,
-                  std::string* mismatch) {
+bool claims_match(const std::map<std::string, std::string>& wanted, const nlohmann::json& claims,
+                  const auth_request& request, std::string* mismatch) {
     for (const auto& [name, pattern] : wanted) {
         const auto value = claim_text(claims, name);
         if (!value || *value != substitute_identity(pattern, request)) {
             if (mismatch != nullptr) {
-                *mismatch = value ? "claim '" + name + "' does not match"
-                                  : "claim '" + name + "' missing";
+                *mismatch =
+                    value ? "claim '" + name + "' does not match" : "claim '" + name + "' missing";
             }
             return false;
         }
@@ -166,8 +165,8 @@ struct jwt_provider::core {
     }
 
     auth_result check_claims(const auth_request& request, const nlohmann::json& claims) const {
-        const double now = std::chrono::duration<double>(clock->system_now().time_since_epoch())
-                               .count();
+        const double now =
+            std::chrono::duration<double>(clock->system_now().time_since_epoch()).count();
         const double skew = static_cast<double>(options.clock_skew.count());
         bool bad_date = false;
         const auto exp = numeric_date(claims, "exp", bad_date);

@@ -49,7 +49,7 @@ enum class jwt_sign_algorithm { hmac_based, pem_key };   // HMAC_BASED, PEM_KEY
 
 // Field by field with the TBMQ name of the JWT provider configuration.
 struct jwt_provider_options {
-    client_type default_client_type = client_type::device;    // defaultClientType
+    client_type default_client_type = client_type::device;  // defaultClientType
     jwt_verifier_type verifier = jwt_verifier_type::algorithm_based;
     // ^ jwtVerifierConfiguration.jwtVerifierType
     jwt_sign_algorithm algorithm = jwt_sign_algorithm::hmac_based;
@@ -85,8 +85,7 @@ class jwt_provider final : public auth_provider {
     void stop();
 
     std::string_view name() const override { return "JWT"; }
-    void authenticate(const auth_request& request,
-                      std::function<void(auth_result)> done) override;
+    void authenticate(const auth_request& request, std::function<void(auth_result)> done) override;
 
     // JWKS only, else null (tests: fetch counts).
     const jwks_cache* jwks_for_test() const { return jwks_.get(); }
@@ -98,7 +97,7 @@ class jwt_provider final : public auth_provider {
   private:
     std::shared_ptr<const core> core_;
     std::shared_ptr<const verification_key> static_key_;  // ALGORITHM_BASED
-    std::unique_ptr<jwks_cache> jwks_;  // JWKS
+    std::unique_ptr<jwks_cache> jwks_;                    // JWKS
 };
 
 }  // namespace starling::auth

@@ -1,11 +1,15 @@
 #include "auth/http_provider.h"
 
 #include "unit/auth/test_http_server.h"
-
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509v3.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <regex>
 
@@ -159,9 +163,7 @@ TEST(http_provider, silent_server_is_bounded_by_read_timeout) {
 TEST(http_provider, unreachable_endpoint_is_a_transport_failure) {
     std::string dead_url;
     {
-        test_http_server gone([](const test::recorded_request&) {
-            return scripted_response{};
-        });
+        test_http_server gone([](const test::recorded_request&) { return scripted_response{}; });
         dead_url = gone.url();
     }  // its port is closed now
     io_thread io;
@@ -305,6 +307,107 @@ TEST(http_provider, invalid_rule_in_the_answer_fails_closed) {
     const auto r = authenticate(provider, make_request());
     EXPECT_EQ(r.outcome, verdict::deny);
     EXPECT_TRUE(is_provider_unavailable(r)) << r.reason;
+}
+
+// A self-signed certificate for 127.0.0.1 (the test's trust anchor), written to a file for
+// the client's ca_file; the file is removed at destruction.
+class self_signed_cert {
+  public:
+    self_signed_cert() {
+        EVP_PKEY* key = EVP_EC_gen("P-256");
+        X509* x = X509_new();
+        X509_set_version(x, 2);
+        ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+        X509_gmtime_adj(X509_getm_notBefore(x), -60);
+        X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+        X509_set_pubkey(x, key);
+        X509_NAME* name = X509_get_subject_name(x);
+        X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                                   reinterpret_cast<const unsigned char*>("127.0.0.1"), -1, -1, 0);
+        X509_set_issuer_name(x, name);
+        X509V3_CTX ctx;
+        X509V3_set_ctx_nodb(&ctx);
+        X509V3_set_ctx(&ctx, x, x, nullptr, nullptr, 0);
+        X509_EXTENSION* san =
+            X509V3_EXT_conf_nid(nullptr, &ctx, NID_subject_alt_name, "IP:127.0.0.1");
+        X509_add_ext(x, san, -1);
+        X509_EXTENSION_free(san);
+        X509_sign(x, key, EVP_sha256());
+
+        BIO* bio = BIO_new(BIO_s_mem());
+        PEM_write_bio_X509(bio, x);
+        cert_pem_ = drain(bio);
+        bio = BIO_new(BIO_s_mem());
+        PEM_write_bio_PrivateKey(bio, key, nullptr, nullptr, 0, nullptr, nullptr);
+        key_pem_ = drain(bio);
+        X509_free(x);
+        EVP_PKEY_free(key);
+
+        path_ = std::filesystem::temp_directory_path() /
+                ("starling-auth-ca-" + std::to_string(::getpid()) + "-" +
+                 std::to_string(reinterpret_cast<std::uintptr_t>(this)) + ".pem");
+        std::ofstream(path_) << cert_pem_;
+        server_context_.use_certificate_chain(boost::asio::buffer(cert_pem_));
+        server_context_.use_private_key(boost::asio::buffer(key_pem_),
+                                        boost::asio::ssl::context::pem);
+    }
+    ~self_signed_cert() { std::filesystem::remove(path_); }
+
+    std::string ca_file() const { return path_.string(); }
+    boost::asio::ssl::context* server_context() { return &server_context_; }
+
+  private:
+    static std::string drain(BIO* bio) {
+        char* data = nullptr;
+        const long n = BIO_get_mem_data(bio, &data);
+        std::string out(data, static_cast<std::size_t>(n));
+        BIO_free(bio);
+        return out;
+    }
+
+    std::string cert_pem_;
+    std::string key_pem_;
+    std::filesystem::path path_;
+    boost::asio::ssl::context server_context_{boost::asio::ssl::context::tls_server};
+};
+
+TEST(http_provider, https_endpoint_verified_against_the_configured_trust_store) {
+    self_signed_cert cert;
+    test_http_server server(
+        [](const test::recorded_request&) {
+            return scripted_response{200, R"({"clientType": "APPLICATION"})"};
+        },
+        cert.server_context());
+    io_thread io;
+    auto o = options_for(server);
+    ASSERT_TRUE(o.rest_endpoint_url.starts_with("https://"));
+    o.ca_file = cert.ca_file();
+    http_provider provider(o, io.executor());
+
+    for (int i = 0; i < 3; ++i) {
+        const auto r = authenticate(provider, make_request());
+        ASSERT_EQ(r.outcome, verdict::allow) << r.reason;
+        EXPECT_EQ(r.type, client_type::application);
+    }
+    EXPECT_EQ(server.accepts(), 1u);  // one TLS handshake, then keep-alive
+}
+
+TEST(http_provider, https_endpoint_with_an_untrusted_certificate_fails_closed) {
+    self_signed_cert cert;
+    test_http_server server(
+        [](const test::recorded_request&) {
+            return scripted_response{200, "{}"};
+        },
+        cert.server_context());
+    io_thread io;
+    auto o = options_for(server);  // system trust store: the test certificate is unknown
+    http_provider provider(o, io.executor());
+
+    const auto r = authenticate(provider, make_request());
+    EXPECT_EQ(r.outcome, verdict::deny);
+    EXPECT_TRUE(is_provider_unavailable(r)) << r.reason;
+    EXPECT_NE(r.reason.find("TLS"), std::string::npos) << r.reason;
+    EXPECT_TRUE(server.requests().empty());
 }
 
 TEST(http_provider_options, validation_names_the_key) {

@@ -1,9 +1,9 @@
 #include "auth/jwks_cache.h"
+
 #include "auth/jwt_provider.h"
 
 #include "unit/auth/jwt_test_support.h"
 #include "unit/auth/test_http_server.h"
-
 #include <gtest/gtest.h>
 
 #include <future>
@@ -89,8 +89,8 @@ TEST_F(jwks_provider, unknown_kid_triggers_a_refresh_at_most_once_per_interval) 
     const auto* cache = provider->jwks_for_test();
 
     // The first token waits for the start-up fetch.
-    const auto first =
-        authenticate(*provider, with_token(sign(JWT_ALG_RS256, a.private_pem(), claims(), "key-a")));
+    const auto first = authenticate(
+        *provider, with_token(sign(JWT_ALG_RS256, a.private_pem(), claims(), "key-a")));
     ASSERT_EQ(first.outcome, verdict::allow) << first.reason;
     EXPECT_EQ(cache->fetch_count(), 1u);
 
@@ -98,8 +98,8 @@ TEST_F(jwks_provider, unknown_kid_triggers_a_refresh_at_most_once_per_interval) 
     // refetch (the start-up fetch is more than unknown_kid_min_interval ago).
     endpoint_.publish({a.jwk("key-a"), b.jwk("key-b")});
     clock_.advance(31s);
-    const auto rotated =
-        authenticate(*provider, with_token(sign(JWT_ALG_ES256, b.private_pem(), claims(), "key-b")));
+    const auto rotated = authenticate(
+        *provider, with_token(sign(JWT_ALG_ES256, b.private_pem(), claims(), "key-b")));
     ASSERT_EQ(rotated.outcome, verdict::allow) << rotated.reason;
     EXPECT_EQ(cache->fetch_count(), 2u);
     EXPECT_EQ(cache->key_count(), 2u);
@@ -119,10 +119,10 @@ TEST_F(jwks_provider, unknown_kid_triggers_a_refresh_at_most_once_per_interval) 
     EXPECT_EQ(endpoint_.requests(), 3u);
 
     // Known keys are answered from the cache without a fetch.
-    EXPECT_EQ(authenticate(*provider,
-                           with_token(sign(JWT_ALG_RS256, a.private_pem(), claims(), "key-a")))
-                  .outcome,
-              verdict::allow);
+    EXPECT_EQ(
+        authenticate(*provider, with_token(sign(JWT_ALG_RS256, a.private_pem(), claims(), "key-a")))
+            .outcome,
+        verdict::allow);
     EXPECT_EQ(cache->fetch_count(), 3u);
 }
 
@@ -131,8 +131,8 @@ TEST_F(jwks_provider, kid_of_one_key_does_not_verify_a_token_signed_by_another) 
     const auto b = key_pair::rsa();
     endpoint_.publish({a.jwk("key-a"), b.jwk("key-b")});
     auto provider = make();
-    const auto r =
-        authenticate(*provider, with_token(sign(JWT_ALG_RS256, b.private_pem(), claims(), "key-a")));
+    const auto r = authenticate(
+        *provider, with_token(sign(JWT_ALG_RS256, b.private_pem(), claims(), "key-a")));
     EXPECT_EQ(r.outcome, verdict::deny);
     EXPECT_TRUE(r.bad_credentials);
 }
@@ -141,9 +141,9 @@ TEST_F(jwks_provider, token_without_kid_uses_the_only_key) {
     const auto a = key_pair::ec();
     endpoint_.publish({a.jwk("only")});
     auto provider = make();
-    EXPECT_EQ(authenticate(*provider, with_token(sign(JWT_ALG_ES256, a.private_pem(), claims())))
-                  .outcome,
-              verdict::allow);
+    EXPECT_EQ(
+        authenticate(*provider, with_token(sign(JWT_ALG_ES256, a.private_pem(), claims()))).outcome,
+        verdict::allow);
 }
 
 TEST_F(jwks_provider, unreachable_endpoint_fails_closed_as_unavailable) {

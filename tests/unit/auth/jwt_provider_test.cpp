@@ -2,7 +2,6 @@
 
 #include "unit/auth/jwt_test_support.h"
 #include "unit/auth/test_http_server.h"
-
 #include <gtest/gtest.h>
 
 #include <future>
@@ -77,8 +76,7 @@ TEST_F(jwt_hmac, hs384_and_hs512_are_accepted) {
 
 TEST_F(jwt_hmac, no_password_is_not_applicable) {
     auto provider = make();
-    EXPECT_EQ(authenticate(provider, make_request(std::nullopt)).outcome,
-              verdict::not_applicable);
+    EXPECT_EQ(authenticate(provider, make_request(std::nullopt)).outcome, verdict::not_applicable);
 }
 
 TEST_F(jwt_hmac, wrong_secret_is_denied_as_bad_credentials) {
@@ -97,8 +95,8 @@ TEST_F(jwt_hmac, tampered_payload_is_denied) {
     const auto second = token.find('.', first + 1);
     nlohmann::json forged = claims();
     forged["sub"] = "admin";
-    const auto tampered = token.substr(0, first + 1) + test::base64url(forged.dump()) +
-                          token.substr(second);
+    const auto tampered =
+        token.substr(0, first + 1) + test::base64url(forged.dump()) + token.substr(second);
     EXPECT_EQ(authenticate(provider, make_request(tampered)).outcome, verdict::deny);
 }
 
@@ -250,34 +248,34 @@ class jwt_pem : public ::testing::Test {
 TEST_F(jwt_pem, rs256_token_is_verified_with_the_public_key) {
     const auto keys = key_pair::rsa();
     auto provider = make(keys.public_pem());
-    EXPECT_EQ(authenticate(provider,
-                           make_request(sign(JWT_ALG_RS256, keys.private_pem(), claims())))
-                  .outcome,
-              verdict::allow);
-    EXPECT_EQ(authenticate(provider,
-                           make_request(sign(JWT_ALG_RS512, keys.private_pem(), claims())))
-                  .outcome,
-              verdict::allow);
+    EXPECT_EQ(
+        authenticate(provider, make_request(sign(JWT_ALG_RS256, keys.private_pem(), claims())))
+            .outcome,
+        verdict::allow);
+    EXPECT_EQ(
+        authenticate(provider, make_request(sign(JWT_ALG_RS512, keys.private_pem(), claims())))
+            .outcome,
+        verdict::allow);
 
     const auto other = key_pair::rsa();
-    EXPECT_EQ(authenticate(provider,
-                           make_request(sign(JWT_ALG_RS256, other.private_pem(), claims())))
-                  .outcome,
-              verdict::deny);
+    EXPECT_EQ(
+        authenticate(provider, make_request(sign(JWT_ALG_RS256, other.private_pem(), claims())))
+            .outcome,
+        verdict::deny);
 }
 
 TEST_F(jwt_pem, es256_token_is_verified_with_the_public_key) {
     const auto keys = key_pair::ec();
     auto provider = make(keys.public_pem());
-    const auto r = authenticate(provider,
-                                make_request(sign(JWT_ALG_ES256, keys.private_pem(), claims())));
+    const auto r =
+        authenticate(provider, make_request(sign(JWT_ALG_ES256, keys.private_pem(), claims())));
     EXPECT_EQ(r.outcome, verdict::allow) << r.reason;
 
     const auto other = key_pair::ec();
-    EXPECT_EQ(authenticate(provider,
-                           make_request(sign(JWT_ALG_ES256, other.private_pem(), claims())))
-                  .outcome,
-              verdict::deny);
+    EXPECT_EQ(
+        authenticate(provider, make_request(sign(JWT_ALG_ES256, other.private_pem(), claims())))
+            .outcome,
+        verdict::deny);
 }
 
 TEST_F(jwt_pem, public_key_used_as_hmac_secret_is_refused) {

@@ -17,6 +17,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 
 #include <atomic>
 #include <functional>
@@ -64,7 +65,9 @@ class test_http_server {
   public:
     using handler = std::function<std::optional<scripted_response>(const recorded_request&)>;
 
-    explicit test_http_server(handler h) : handler_(std::move(h)), acceptor_(io_) {
+    // With `tls` set, connections are TLS (the context holds the server certificate).
+    explicit test_http_server(handler h, boost::asio::ssl::context* tls = nullptr)
+        : handler_(std::move(h)), tls_(tls), acceptor_(io_) {
         namespace asio = boost::asio;
         asio::ip::tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), 0);
         acceptor_.open(ep.protocol());
@@ -83,7 +86,8 @@ class test_http_server {
 
     std::uint16_t port() const { return port_; }
     std::string url(const std::string& path = "/auth") const {
-        return "http://127.0.0.1:" + std::to_string(port_) + path;
+        return std::string(tls_ != nullptr ? "https" : "http") +
+               "://127.0.0.1:" + std::to_string(port_) + path;
     }
     std::size_t accepts() const { return accepts_.load(); }
     std::vector<recorded_request> requests() const {
@@ -101,12 +105,28 @@ class test_http_server {
                 co_return;
             }
             self->accepts_.fetch_add(1);
-            asio::co_spawn(self->io_, session(self, std::move(socket)), asio::detached);
+            if (self->tls_ != nullptr) {
+                asio::co_spawn(self->io_, tls_session(self, std::move(socket)), asio::detached);
+            } else {
+                asio::co_spawn(self->io_, session(self, std::move(socket)), asio::detached);
+            }
         }
     }
 
-    static boost::asio::awaitable<void> session(test_http_server* self,
-                                                boost::asio::ip::tcp::socket socket) {
+    static boost::asio::awaitable<void> tls_session(test_http_server* self,
+                                                    boost::asio::ip::tcp::socket socket) {
+        namespace asio = boost::asio;
+        asio::ssl::stream<asio::ip::tcp::socket> stream(std::move(socket), *self->tls_);
+        auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server,
+                                                    asio::as_tuple(asio::use_awaitable));
+        if (ec) {
+            co_return;
+        }
+        co_await session(self, std::move(stream));
+    }
+
+    template <class Stream>
+    static boost::asio::awaitable<void> session(test_http_server* self, Stream socket) {
         namespace asio = boost::asio;
         namespace http = boost::beast::http;
         constexpr auto tuple = asio::as_tuple(asio::use_awaitable);
@@ -117,8 +137,8 @@ class test_http_server {
             if (rec) {
                 co_return;
             }
-            recorded_request rr{std::string(req.method_string()), std::string(req.target()), {},
-                                req.body()};
+            recorded_request rr{
+                std::string(req.method_string()), std::string(req.target()), {}, req.body()};
             for (const auto& field : req) {
                 rr.headers[std::string(field.name_string())] = std::string(field.value());
             }
@@ -142,13 +162,15 @@ class test_http_server {
             auto [wec, w] = co_await http::async_write(socket, res, tuple);
             if (wec || !res.keep_alive()) {
                 boost::system::error_code ignored;
-                socket.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+                boost::beast::get_lowest_layer(socket).shutdown(
+                    asio::ip::tcp::socket::shutdown_both, ignored);
                 co_return;
             }
         }
     }
 
     handler handler_;
+    boost::asio::ssl::context* tls_ = nullptr;
     boost::asio::io_context io_;
     boost::asio::ip::tcp::acceptor acceptor_;
     std::uint16_t port_ = 0;
