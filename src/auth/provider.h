@@ -55,7 +55,7 @@ struct auth_result {
     verdict outcome = verdict::not_applicable;
     client_type type = client_type::device;
     std::shared_ptr<const topic_rules> rules;  // set when outcome == allow
-    std::string reason;                        // for logs and the unauthorized-client log
+    std::string reason;                         // for logs and the unauthorized-client log
     // deny only: true when the credentials were wrong (v5 0x86 / v3 0x04), false when the
     // client is simply not authorized (v5 0x87 / v3 0x05).
     bool bad_credentials = true;
