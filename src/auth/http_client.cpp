@@ -4,6 +4,8 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -125,6 +127,13 @@ result<url> url::parse(std::string_view text) {
     return out;
 }
 
+boost::asio::any_io_executor make_serial_executor(const boost::asio::any_io_executor& executor) {
+    if (const auto* io = executor.target<asio::io_context::executor_type>()) {
+        return asio::make_strand(*io);
+    }
+    return asio::make_strand(executor);
+}
+
 namespace {
 
 // One pooled connection: a plain or a TLS stream over a Beast tcp_stream (whose expiry gives
@@ -146,7 +155,7 @@ struct connection {
 // A request waiting for a pool slot: woken (timer cancelled) with a connection handed over or
 // the right to open one, or by its deadline.
 struct waiter {
-    explicit waiter(const asio::strand<asio::any_io_executor>& strand) : timer(strand) {}
+    explicit waiter(const asio::any_io_executor& strand) : timer(strand) {}
     asio::steady_timer timer;
     std::unique_ptr<connection> handed;
     bool may_open = false;
@@ -159,7 +168,7 @@ struct http_client::state {
     state(url e, asio::any_io_executor executor, http_client_options o)
         : endpoint(std::move(e)),
           options(std::move(o)),
-          strand(asio::make_strand(std::move(executor))),
+          strand(make_serial_executor(executor)),
           tls_context(asio::ssl::context::tls_client) {
         if (endpoint.tls) {
             beast::error_code ec;
@@ -182,7 +191,7 @@ struct http_client::state {
 
     url endpoint;
     http_client_options options;
-    asio::strand<asio::any_io_executor> strand;
+    asio::any_io_executor strand;  // serial: every member below is touched only on it
     asio::ssl::context tls_context;
 
     // Strand-only state.

@@ -45,6 +45,12 @@ struct url {
 
 using http_headers = std::vector<std::pair<std::string, std::string>>;
 
+// A strand over `executor`, as an any_io_executor. When the executor is an io_context's, the
+// strand is built on that type: it then fits any_io_executor's inline storage, whereas a
+// strand<any_io_executor> is heap-held and reference-counted with an atomic fence that
+// ThreadSanitizer cannot model (false reports on every copy destroyed across threads).
+boost::asio::any_io_executor make_serial_executor(const boost::asio::any_io_executor& executor);
+
 struct http_client_options {
     std::size_t max_connections = 16;             // open connections (idle + busy) at most
     std::size_t max_response_bytes = 256 * 1024;  // header + body; larger → error

@@ -275,13 +275,13 @@ http_client_options client_options(const jwks_options& o) {
 struct jwks_cache::state : std::enable_shared_from_this<jwks_cache::state> {
     state(jwks_options o, boost::asio::any_io_executor executor, const starling::clock& c)
         : options(std::move(o)),
-          strand(boost::asio::make_strand(executor)),
+          strand(make_serial_executor(executor)),
           clock(c),
-          client(url::parse(options.endpoint).value(), strand, client_options(options)),
+          client(url::parse(options.endpoint).value(), executor, client_options(options)),
           refresh_timer(strand) {}
 
     jwks_options options;
-    boost::asio::strand<boost::asio::any_io_executor> strand;
+    boost::asio::any_io_executor strand;  // serial
     const starling::clock& clock;
     http_client client;
     boost::asio::steady_timer refresh_timer;
@@ -322,7 +322,10 @@ struct jwks_cache::state : std::enable_shared_from_this<jwks_cache::state> {
         fetches.fetch_add(1, std::memory_order_relaxed);
         client.request("GET", options.headers, {}, options.fetch_timeout,
                        [self = shared_from_this()](result<http_response> response) {
-                           self->on_fetched(response);
+                           // The client calls back on its own strand; state lives on ours.
+                           boost::asio::post(self->strand, [self, response = std::move(response)] {
+                               self->on_fetched(response);
+                           });
                        });
     }
 
