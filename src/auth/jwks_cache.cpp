@@ -51,8 +51,9 @@ result<verification_key> fail(std::string* why, std::string text) {
 
 // Describes an OpenSSL key as a verification_key: its family, the token algorithms it may
 // verify (an EC key only the one matching its curve, RFC 7518 §3.4) and its PEM.
-result<verification_key> describe(EVP_PKEY* key, std::string* why) {
+result<verification_key> describe(pkey_ptr owned, std::string* why) {
     verification_key out;
+    EVP_PKEY* key = owned.get();
     switch (EVP_PKEY_get_base_id(key)) {
         case EVP_PKEY_RSA:
             if (EVP_PKEY_get_bits(key) < 2048) {
@@ -91,6 +92,7 @@ result<verification_key> describe(EVP_PKEY* key, std::string* why) {
     char* data = nullptr;
     const long size = BIO_get_mem_data(bio.get(), &data);
     out.pem.assign(data, static_cast<std::size_t>(size));
+    out.public_key = std::shared_ptr<EVP_PKEY>(owned.release(), pkey_deleter{});
     return out;
 }
 
@@ -135,7 +137,7 @@ result<verification_key> key_from_pem(std::string_view pem, std::string* why) {
     if (!key) {
         return fail(why, "not a PEM public key (-----BEGIN PUBLIC KEY-----)");
     }
-    return describe(key.get(), why);
+    return describe(std::move(key), why);
 }
 
 result<verification_key> key_from_jwk(const nlohmann::json& jwk, std::string* why) {
@@ -198,7 +200,7 @@ result<verification_key> key_from_jwk(const nlohmann::json& jwk, std::string* wh
     if (!key) {
         return fail(why, "OpenSSL rejected the " + kty + " key");
     }
-    auto out = describe(key.get(), why);
+    auto out = describe(std::move(key), why);
     if (!out) {
         return out;
     }

@@ -23,6 +23,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <nlohmann/json_fwd.hpp>
+#include <openssl/types.h>
 
 #include <chrono>
 #include <cstddef>
@@ -37,13 +38,16 @@ namespace starling::auth {
 
 enum class key_family { hmac, rsa, ec };
 
-// One public verification key: what libjwt takes (PEM SubjectPublicKeyInfo) and which token
-// algorithms it may verify (so an RS256 key is never used as an HS256 secret).
+// One verification key and the token algorithms it may verify (so an RS256 key is never used
+// as an HS256 secret). The OpenSSL key is parsed once and shared: EVP_PKEY is safe for
+// concurrent verifications.
 struct verification_key {
     std::string kid;
     key_family family = key_family::rsa;
-    std::string pem;  // HMAC: the secret itself (libjwt takes either as the key bytes)
-    std::vector<std::string> algorithms;  // e.g. {"RS256", "RS384", "RS512"} or {"ES256"}
+    std::string secret;                    // hmac
+    std::shared_ptr<EVP_PKEY> public_key;  // rsa, ec
+    std::string pem;                       // rsa, ec: SubjectPublicKeyInfo PEM (for logs, tests)
+    std::vector<std::string> algorithms;   // e.g. {"RS256", "RS384", "RS512"} or {"ES256"}
 };
 
 // A PEM public key (RSA or EC) checked with OpenSSL; the error text says why it is unusable.

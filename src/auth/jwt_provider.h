@@ -6,10 +6,10 @@
 // Checks, in order: the token is three base64url parts; its `alg` fits the configured key
 // (HMAC secret → HS256/384/512; RSA PEM or JWK → RS256/384/512; EC → the ES algorithm of its
 // curve — so a public key is never used as an HMAC secret and `none` is never accepted); the
-// signature (libjwt 1.10); `exp` and `nbf` with `clock_skew` leeway; every `authClaims` entry
-// (claim → required value, `${clientId}` / `${username}` replaced from CONNECT). The client
-// type is the opposite of `defaultClientType` when every `clientTypeClaims` entry matches (as
-// in TBMQ), else the default. Topic rules come from the token when `pubAuthRuleClaim` /
+// signature (OpenSSL EVP, key parsed once); `exp` and `nbf` with `clock_skew` leeway; every
+// `authClaims` entry (claim → required value, `${clientId}` / `${username}` replaced from CONNECT).
+// The client type is the opposite of `defaultClientType` when every `clientTypeClaims` entry
+// matches (as in TBMQ), else the default. Topic rules come from the token when `pubAuthRuleClaim` /
 // `subAuthRuleClaim` name a claim it carries (a list of regexes, or one string), else from
 // `authRules`, per side.
 //
@@ -23,10 +23,16 @@
 // authenticate() any number of times, stop() (also run by the destructor).
 //
 // Concurrency: authenticate() is thread-safe. Verification is CPU work done inline on the
-// calling thread: HMAC is a few microseconds; RSA-2048 verification is about 50 µs and ECDSA
-// P-256 about 100 µs (plus libjwt re-reading the PEM key, some 10 µs) — acceptable on an I/O
-// thread at connection rates. With JWKS, a token whose kid is not cached waits for a fetch and
-// is answered on the cache's strand of the executor.
+// calling thread (an I/O thread). Measured per token, claims included (Debug build, shared
+// 2-core machine): HS256 ~20 µs, RS256 (2048) ~50 µs, ES256 ~85 µs — acceptable inline at
+// connection rates. With JWKS, a token whose kid is not cached waits for a fetch and is
+// answered on the cache's strand of the executor.
+//
+// Why not libjwt (Debian's 1.10): it takes the key as PEM bytes on every call and OpenSSL 3
+// re-decodes it each time (RS256 measured ~350 µs, ES256 ~430 µs per token); it picks the
+// algorithm from the token header (an HS256 token "signed" with the public PEM passes unless
+// the caller pins the algorithm first); and it has no leeway or JWK support. The tests use
+// libjwt to sign tokens, an implementation independent of ours.
 
 #include "auth/jwks_cache.h"
 #include "auth/provider.h"

@@ -278,6 +278,29 @@ TEST_F(jwt_pem, es256_token_is_verified_with_the_public_key) {
         verdict::deny);
 }
 
+TEST_F(jwt_pem, es256_signature_of_the_wrong_form_is_denied) {
+    const auto keys = key_pair::ec();
+    auto provider = make(keys.public_pem());
+    const auto token = sign(JWT_ALG_ES256, keys.private_pem(), claims());
+    const auto dot = token.rfind('.');
+    auto raw = base64url_decode(token.substr(dot + 1));
+    ASSERT_TRUE(raw);
+    ASSERT_EQ(raw->size(), 64u);  // JWS form: R || S, 32 bytes each
+
+    const auto truncated = token.substr(0, dot + 1) + test::base64url(raw->substr(0, 63));
+    EXPECT_EQ(authenticate(provider, make_request(truncated)).outcome, verdict::deny);
+
+    std::string flipped = *raw;
+    flipped[40] = static_cast<char>(flipped[40] ^ 0x01);
+    const auto bad_s = token.substr(0, dot + 1) + test::base64url(flipped);
+    EXPECT_EQ(authenticate(provider, make_request(bad_s)).outcome, verdict::deny);
+
+    // A token claiming ES384 for a P-256 key is refused before any signature check.
+    auto header = nlohmann::json{{"alg", "ES384"}, {"typ", "JWT"}};
+    const auto wrong_alg = test::unsigned_token(header, claims(), test::base64url(*raw));
+    EXPECT_EQ(authenticate(provider, make_request(wrong_alg)).outcome, verdict::deny);
+}
+
 TEST_F(jwt_pem, public_key_used_as_hmac_secret_is_refused) {
     // The classic algorithm confusion: HS256 "signed" with the public key everyone knows.
     const auto keys = key_pair::rsa();
