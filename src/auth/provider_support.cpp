@@ -50,11 +50,26 @@ auth_result make_deny(std::string reason, bool bad_credentials) {
     return r;
 }
 
+namespace {
+
+// Sets `failed` where auth_result has it: the seam on main gained `bool failed` (the
+// authenticator's circuit-breaker signal) after this branch was cut; this compiles either way.
+template <class Result>
+void mark_failed(Result& r) {
+    if constexpr (requires { r.failed = true; }) {
+        r.failed = true;
+    }
+}
+
+}  // namespace
+
 auth_result make_unavailable(std::string_view detail) {
     // Not the client's fault, but the client is not let in either (fail closed): MQTT 5 has
     // "server unavailable" only in CONNACK 0x88, which the authenticator may choose; the
     // default here is "not authorized".
-    return make_deny(std::string(unavailable_prefix) + std::string(detail), false);
+    auto r = make_deny(std::string(unavailable_prefix) + std::string(detail), false);
+    mark_failed(r);
+    return r;
 }
 
 auth_result make_allow(client_type type, std::shared_ptr<const topic_rules> rules,

@@ -28,9 +28,9 @@ result<std::shared_ptr<const topic_rules>> compile_topic_rules(
     std::string* bad_pattern = nullptr);
 
 // A deny caused by the provider's backend (HTTP status other than 2xx/401/403, transport
-// error, timeout, overload, JWKS endpoint unreachable) rather than by the credentials. The
-// reason starts with this prefix, so the authenticator can feed its circuit breaker without
-// a field in auth_result (proposed: `bool provider_failure` in provider.h).
+// error, timeout, overload, JWKS endpoint unreachable) rather than by the credentials: deny,
+// not bad credentials, `failed = true` where auth_result has that field (the authenticator's
+// circuit-breaker signal), and a reason starting with this prefix.
 inline constexpr std::string_view unavailable_prefix = "provider unavailable: ";
 
 bool is_provider_unavailable(const auth_result& result);
