@@ -16,6 +16,8 @@ pkg_check_modules(URCU REQUIRED IMPORTED_TARGET liburcu-memb)
 if(STARLING_BUILD_TESTS)
     find_package(GTest REQUIRED)
     include(GoogleTest)
+    # libjwt signs the tokens of the JWT provider tests: an implementation independent of ours.
+    pkg_check_modules(JWT REQUIRED IMPORTED_TARGET libjwt)
 endif()
 
 # Every translation unit must see Asio configured the same way (a define visible to some and not

@@ -19,6 +19,7 @@ debian_packages=(
     libbenchmark-dev
     nlohmann-json3-dev
     liburcu-dev
+    libjwt-dev
     clang clang-format clang-tidy libclang-rt-14-dev
     mosquitto mosquitto-clients
     libpaho-mqtt-dev libpaho-mqttpp-dev

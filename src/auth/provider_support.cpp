@@ -1,0 +1,160 @@
+#include "auth/provider_support.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <regex>
+
+namespace starling::auth {
+
+result<std::shared_ptr<const topic_rules>> compile_topic_rules(
+    const std::vector<std::string>& publish, const std::vector<std::string>& subscribe,
+    std::string* bad_pattern) {
+    auto rules = std::make_shared<topic_rules>();
+    const auto compile = [&](const std::vector<std::string>& patterns,
+                             std::vector<std::regex>& out) -> bool {
+        for (const auto& pattern : patterns) {
+            try {
+                out.emplace_back(pattern, std::regex::ECMAScript | std::regex::optimize);
+            } catch (const std::regex_error&) {
+                if (bad_pattern != nullptr) {
+                    *bad_pattern = pattern;
+                }
+                return false;
+            }
+        }
+        return true;
+    };
+    if (!compile(publish, rules->publish) || !compile(subscribe, rules->subscribe)) {
+        return std::make_error_code(std::errc::invalid_argument);
+    }
+    const auto only_any = [](const std::vector<std::string>& p) {
+        return p.size() == 1 && p.front() == ".*";
+    };
+    // Both lists exactly ".*" (the default): skip regex matching on every PUBLISH.
+    rules->allow_all = only_any(publish) && only_any(subscribe);
+    return std::shared_ptr<const topic_rules>(std::move(rules));
+}
+
+bool is_provider_unavailable(const auth_result& result) {
+    return result.outcome == verdict::deny && result.reason.starts_with(unavailable_prefix);
+}
+
+auth_result make_deny(std::string reason, bool bad_credentials) {
+    auth_result r;
+    r.outcome = verdict::deny;
+    r.reason = std::move(reason);
+    r.bad_credentials = bad_credentials;
+    return r;
+}
+
+namespace {
+
+// Sets `failed` where auth_result has it: the seam on main gained `bool failed` (the
+// authenticator's circuit-breaker signal) after this branch was cut; this compiles either way.
+template <class Result>
+void mark_failed(Result& r) {
+    if constexpr (requires { r.failed = true; }) {
+        r.failed = true;
+    }
+}
+
+}  // namespace
+
+auth_result make_unavailable(std::string_view detail) {
+    // Not the client's fault, but the client is not let in either (fail closed): MQTT 5 has
+    // "server unavailable" only in CONNACK 0x88, which the authenticator may choose; the
+    // default here is "not authorized".
+    auto r = make_deny(std::string(unavailable_prefix) + std::string(detail), false);
+    mark_failed(r);
+    return r;
+}
+
+auth_result make_allow(client_type type, std::shared_ptr<const topic_rules> rules,
+                       std::string reason) {
+    auth_result r;
+    r.outcome = verdict::allow;
+    r.type = type;
+    r.rules = std::move(rules);
+    r.reason = std::move(reason);
+    r.bad_credentials = false;
+    return r;
+}
+
+std::optional<client_type> parse_client_type(std::string_view text) {
+    std::string upper(text);
+    std::transform(upper.begin(), upper.end(), upper.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+    if (upper == "DEVICE") {
+        return client_type::device;
+    }
+    if (upper == "APPLICATION") {
+        return client_type::application;
+    }
+    return std::nullopt;
+}
+
+std::string substitute_identity(std::string_view pattern, const auth_request& request) {
+    static constexpr std::string_view client_id_token = "${clientId}";
+    static constexpr std::string_view username_token = "${username}";
+    std::string out;
+    out.reserve(pattern.size());
+    for (std::size_t i = 0; i < pattern.size();) {
+        if (pattern.substr(i).starts_with(client_id_token)) {
+            out += request.client_id;
+            i += client_id_token.size();
+        } else if (pattern.substr(i).starts_with(username_token)) {
+            out += request.username.value_or("");
+            i += username_token.size();
+        } else {
+            out += pattern[i++];
+        }
+    }
+    return out;
+}
+
+std::string json_escape(std::string_view text) {
+    std::string quoted = nlohmann::json(std::string(text))
+                             .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return quoted.substr(1, quoted.size() - 2);
+}
+
+std::optional<std::string> base64url_decode(std::string_view text) {
+    while (!text.empty() && text.back() == '=') {
+        text.remove_suffix(1);
+    }
+    if (text.size() % 4 == 1) {
+        return std::nullopt;
+    }
+    std::string out;
+    out.reserve(text.size() * 3 / 4);
+    std::uint32_t buffer = 0;
+    int bits = 0;
+    for (const char c : text) {
+        int value = -1;
+        if (c >= 'A' && c <= 'Z') {
+            value = c - 'A';
+        } else if (c >= 'a' && c <= 'z') {
+            value = c - 'a' + 26;
+        } else if (c >= '0' && c <= '9') {
+            value = c - '0' + 52;
+        } else if (c == '-') {
+            value = 62;
+        } else if (c == '_') {
+            value = 63;
+        } else {
+            return std::nullopt;
+        }
+        buffer = (buffer << 6) | static_cast<std::uint32_t>(value);
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out += static_cast<char>((buffer >> bits) & 0xFF);
+        }
+    }
+    return out;
+}
+
+}  // namespace starling::auth
