@@ -62,10 +62,15 @@ struct proxy_read_op : std::enable_shared_from_this<proxy_read_op> {
     }
 
     void read_more() {
+        if (timed_out) {
+            // The deadline fired while a completed read was queued: its cancel missed.
+            fail("timeout", "no PROXY protocol header within the handshake timeout");
+            return;
+        }
         const std::size_t want = next_read_size();
-        if (received + want > buffer.size()) {
-            // The parser refuses such a length before we get here; never overrun the buffer.
-            fail("proxy", "header longer than " + std::to_string(buffer.size()) + " bytes");
+        if (want == 0 || received + want > buffer.size()) {
+            // The parser decides before either can happen; never spin or overrun the buffer.
+            fail("proxy", "PROXY protocol header length out of range");
             return;
         }
         asio::async_read(socket, asio::buffer(buffer.data() + received, want),
@@ -141,8 +146,10 @@ void proxy_handshaker::start(asio::ip::tcp::socket socket, std::string remote_ad
             }
             if (auto self = weak.lock()) {
                 self->timed_out = true;
+                // Cancel rather than close: the read completes with operation_aborted and
+                // fail() counts it before closing, so a peer never sees the close first.
                 boost::system::error_code ignored;
-                self->socket.close(ignored);  // the pending read completes with an error
+                self->socket.cancel(ignored);
             }
         });
     op->read_more();
