@@ -28,8 +28,9 @@ BANNED = {codec.MQTT5: 0x8A, codec.MQTT311: 0x05}
 BLOCKED_IP = "203.0.113.66"
 
 
-def proxy_v1(src: str, src_port: int, dst: str = "10.0.0.1", dst_port: int = 1883) -> bytes:
+def proxy_v1(src: str, src_port: int, dst: str | None = None, dst_port: int = 1883) -> bytes:
     family = "TCP6" if ":" in src else "TCP4"
+    dst = dst or ("2001:db8::1" if family == "TCP6" else "10.0.0.1")
     return f"PROXY {family} {src} {dst} {src_port} {dst_port}\r\n".encode()
 
 
