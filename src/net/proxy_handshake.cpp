@@ -97,8 +97,8 @@ struct proxy_read_op : std::enable_shared_from_this<proxy_read_op> {
         }
         if (auto* error = std::get_if<std::error_code>(&r)) {
             const std::string& detail = parser.detail();
-            fail("proxy", "invalid PROXY protocol header: " + error->message() +
-                              (detail.empty() ? std::string() : " (" + detail + ")"));
+            fail("proxy",
+                 error->message() + (detail.empty() ? std::string() : " (" + detail + ")"));
             return;
         }
         timer.cancel();

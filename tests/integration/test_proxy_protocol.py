@@ -152,7 +152,7 @@ def test_connection_without_valid_header_is_closed_and_counted(proxy_broker, fir
         c.close()
     after = metric_sum(proxy_broker.metrics(), "handshakeFailures_total", reason="proxy")
     assert after == before + 1
-    wait_for_log(proxy_broker, "PROXY protocol header")
+    wait_for_log(proxy_broker, "listener.tcp: connection from 127.0.0.1:")
 
 
 def test_per_listener_override_turns_it_off(broker_factory, raw_client, uid):
