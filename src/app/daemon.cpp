@@ -12,6 +12,7 @@
 #include "http/server.h"
 #include "metrics/registry.h"
 #include "net/io_pool.h"
+#include "net/proxy_handshake.h"
 #include "net/tcp_listener.h"
 #include "net/tls_context.h"
 #include "net/tls_transport.h"
@@ -256,16 +257,23 @@ void daemon::start() {
     std::vector<std::pair<std::string, std::uint16_t>> mqtt_ports;
     auto& core = p.node->core();
     auto& listener_probe = p.metrics.listener();
+    auto handshake_options = [&listener_probe](std::string name) {
+        net::handshake_options h;
+        h.on_failure = [&listener_probe, name](std::string_view reason) {
+            listener_probe.handshake_failed(name, reason);
+        };
+        return h;
+    };
     // One listener: the plain TCP accept path plus the listener's handshake, if any.
     auto open_listener = [&](std::string name, const std::string& bind_address,
                              std::uint16_t bind_port, std::optional<bool> proxy_enabled,
                              std::chrono::seconds shutdown_timeout,
                              std::shared_ptr<net::handshaker> handshake) {
         if (proxy_enabled.value_or(cfg_.listener.proxy_enabled)) {
-            throw std::runtime_error("listener." + name +
-                                     ".proxy_enabled: the PROXY protocol is not supported by "
-                                     "this build yet; set it (and listener.proxy_enabled) to "
-                                     "false");
+            // The PROXY header comes first on the wire, before any TLS or HTTP byte.
+            handshake = std::make_shared<net::proxy_handshaker>(name, std::move(handshake),
+                                                                handshake_options(name));
+            spdlog::info("listener.{}: PROXY protocol v1/v2 header required", name);
         }
         net::listener_options opts;
         opts.bind_address = bind_address;
@@ -288,13 +296,6 @@ void daemon::start() {
         spdlog::info("MQTT {} listener on {}:{}", name, opts.bind_address, listener->local_port());
         mqtt_ports.emplace_back(name, listener->local_port());
         p.mqtt.emplace_back(std::move(name), std::move(listener));
-    };
-    auto handshake_options = [&listener_probe](std::string name) {
-        net::handshake_options h;
-        h.on_failure = [&listener_probe, name](std::string_view reason) {
-            listener_probe.handshake_failed(name, reason);
-        };
-        return h;
     };
     auto tls_contexts = [&](std::string name, const config::tls_config_section& c) {
         auto options = tls_options_of(name, c);

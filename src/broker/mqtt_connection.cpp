@@ -43,6 +43,17 @@ std::string host_of(std::string_view address) {
     return std::string(address);
 }
 
+// What the listener's TLS handshake established, in the form auth providers take (X_509).
+// No certificate when the connection is not TLS or the client sent none.
+std::optional<auth::peer_certificate> certificate_of(const net::tls_peer_info* peer) {
+    if (peer == nullptr || peer->der_chain.empty()) {
+        return std::nullopt;
+    }
+    return auth::peer_certificate{.der_chain = peer->der_chain,
+                                  .subject_cn = peer->subject_cn,
+                                  .verified_by_listener = peer->verified};
+}
+
 }  // namespace
 
 mqtt_connection::mqtt_connection(broker_core& core, std::shared_ptr<net::connection> transport)
@@ -163,8 +174,8 @@ void mqtt_connection::handle_connect(mqtt::connect&& c) {
                                .username = pc.packet.username,
                                .password = pc.packet.password,
                                .remote_address = remote_address_,
-                               .tls = false,
-                               .certificate = std::nullopt};
+                               .tls = transport_->tls_peer() != nullptr,
+                               .certificate = certificate_of(transport_->tls_peer())};
     {
         // Until the verdict: stop reading, and park whatever else this read decoded.
         std::lock_guard lock(backlog_mutex_);
@@ -254,7 +265,7 @@ void mqtt_connection::refuse_unauthorized(const mqtt::connect& c, mqtt::reason_c
     entry.ts_ms = core_.now_ms();
     entry.username = c.username.value_or("");
     entry.password_provided = c.password.has_value();
-    entry.tls_used = false;
+    entry.tls_used = transport_->tls_peer() != nullptr;
     entry.reason = reason;
     core_.metadata().record_unauthorized(std::move(entry), [id = c.client_id](status st) {
         if (!st) {

@@ -9,7 +9,7 @@ namespace starling::metrics {
 listener_probe::listener_probe(prometheus::Registry& registry)
     : failures_(prometheus::BuildCounter()
                     .Name("handshakeFailures_total")
-                    .Help("TLS or WebSocket handshakes that failed or timed out, by listener")
+                    .Help("PROXY header, TLS or WebSocket handshakes that failed or timed out")
                     .Register(registry)),
       reloads_(prometheus::BuildCounter()
                    .Name("tlsCredentialReloads_total")

@@ -14,9 +14,10 @@ import time
 import pytest
 
 from starling_it import codec
-from starling_it.brokers import BrokerError
+from starling_it.brokers import REPO_ROOT, BrokerError
 from starling_it.pki import Pki
 from starling_it.prometheus import metric_sum
+from starling_it.raw_client import RawClient
 
 pytestmark = pytest.mark.starlingd_only(reason="TLS listener configured through starlingd env")
 
@@ -196,3 +197,67 @@ def test_sigterm_disconnects_tls_clients(broker_factory, paho_client, pki):
     assert broker.stop() == 0
     info = client.wait_for_disconnect()
     assert info.from_server and info.reason_code == codec.RC_SERVER_SHUTTING_DOWN, info
+
+
+# ------------------------------------------------------------------ X_509 end to end (issue 6)
+
+X509_CREDENTIALS = """\
+    credentials:
+      - name: device-1 by certificate
+        credentials-type: X_509
+        cert-cn: device-1
+        pub: ["it/x509/allowed/.*"]
+        sub: ["it/x509/allowed/.*"]
+"""
+
+
+def x509_broker(broker_factory, pki: Pki, client_auth: str):
+    text = (REPO_ROOT / "config" / "starling.yml").read_text()
+    assert "    credentials: []\n" in text
+    return broker_factory(
+        env=tls_env(
+            pki,
+            LISTENER_SSL_CLIENT_AUTH=client_auth,
+            LISTENER_SSL_TRUST_STORE=str(pki.path("ca.pem")),
+            SECURITY_MQTT_SSL_ENABLED="true",
+            SECURITY_MQTT_ALLOW_ANONYMOUS="false",
+        ),
+        config_text=text.replace("    credentials: []\n", X509_CREDENTIALS),
+    )
+
+
+def tls_raw_client(broker, ctx: ssl.SSLContext, protocol: int = codec.MQTT5):
+    """A RawClient whose socket is the TLS stream (the class only uses sendall/recv)."""
+    c = RawClient(broker.host, broker.ports["ssl"], protocol=protocol)
+    c.sock = ctx.wrap_socket(c.sock, server_hostname="127.0.0.1")
+    return c
+
+
+@pytest.mark.parametrize("client_auth", ["requested", "required"])
+def test_x509_certificate_authenticates_and_its_rules_apply(broker_factory, pki, uid, client_auth):
+    broker = x509_broker(broker_factory, pki, client_auth)
+    c = tls_raw_client(broker, client_context(pki, cert="client"))
+    try:
+        assert c.connect(uid).reason_code == 0, broker.log_tail()
+        assert c.publish(f"it/x509/allowed/{uid}", b"yes", qos=1).reason_code == 0
+        assert c.publish(f"it/x509/denied/{uid}", b"no", qos=1).reason_code == 0x87
+    finally:
+        c.close()
+    assert metric_sum(broker.metrics(), "authSuccess_total", provider="X_509") == 1
+
+
+def test_x509_certificate_without_credentials_is_refused(broker_factory, pki, uid):
+    pki.make_cert("nobody", "device-without-credentials", "ca")
+    broker = x509_broker(broker_factory, pki, "required")
+    c = tls_raw_client(broker, client_context(pki, cert="nobody"))
+    try:
+        # A certificate was offered but no provider knows it: bad credentials, not anonymous.
+        assert c.connect(uid).reason_code == 0x86
+    finally:
+        c.close()
+    # The same broker accepts the certificate that has credentials (the refusal was the CN's).
+    good = tls_raw_client(broker, client_context(pki, cert="client"))
+    try:
+        assert good.connect(uid + "-good").reason_code == 0
+    finally:
+        good.close()
