@@ -7,7 +7,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <fstream>
 #include <future>
+#include <sstream>
 #include <stdexcept>
 
 namespace starling::app {
@@ -106,10 +108,94 @@ auth::basic_auth_strategy to_auth(config::basic_auth_strategy s) {
     return auth::basic_auth_strategy::both;
 }
 
+client_type client_type_of(const std::string& name) {
+    return name == "APPLICATION" ? client_type::application : client_type::device;
+}
+
+auth::http_headers headers_of(const std::map<std::string, std::string>& map) {
+    return {map.begin(), map.end()};
+}
+
+// The provider's validation_error() names its TBMQ field ("<tbmqKey>: <reason>"); start-up
+// fails naming the Starling section too, so the operator finds the key in starling.yml.
+template <class Options>
+void check_options(const Options& options, std::string_view section) {
+    if (auto why = options.validation_error()) {
+        throw std::runtime_error(fmt::format("{}: {}", section, *why));
+    }
+}
+
+// security.mqtt.jwt.public-pem-key: inline PEM when it starts with "-----BEGIN", else a file
+// path (so a key can be mounted as a file, or given whole through the environment).
+std::string read_pem_key(const std::string& value) {
+    if (value.empty() || value.starts_with("-----BEGIN")) {
+        return value;
+    }
+    std::ifstream in(value, std::ios::binary);
+    if (!in) {
+        throw std::runtime_error(
+            fmt::format("security.mqtt.jwt.public-pem-key: \"{}\" is not a PEM key and cannot "
+                        "be read as a file",
+                        value));
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+std::unique_ptr<auth::jwt_provider> make_jwt(const config::jwt_auth_section& c,
+                                             boost::asio::any_io_executor executor) {
+    auth::jwt_provider_options o;
+    o.default_client_type = client_type_of(c.default_client_type);
+    o.verifier = c.verifier == "JWKS" ? auth::jwt_verifier_type::jwks
+                                      : auth::jwt_verifier_type::algorithm_based;
+    o.algorithm = c.algorithm == "PEM_KEY" ? auth::jwt_sign_algorithm::pem_key
+                                           : auth::jwt_sign_algorithm::hmac_based;
+    o.secret = c.secret;
+    if (o.verifier == auth::jwt_verifier_type::algorithm_based &&
+        o.algorithm == auth::jwt_sign_algorithm::pem_key) {
+        o.public_pem_key = read_pem_key(c.public_pem_key);
+    }
+    o.jwks.endpoint = c.jwks_endpoint;
+    o.jwks.headers = headers_of(c.jwks_headers);
+    o.jwks.refresh_interval = c.jwks_refresh_interval;
+    o.auth_claims = c.auth_claims;
+    o.client_type_claims = c.client_type_claims;
+    o.auth_rules.publish = c.auth_rules.pub;
+    o.auth_rules.subscribe = c.auth_rules.sub;
+    o.pub_auth_rule_claim = c.pub_auth_rule_claim;
+    o.sub_auth_rule_claim = c.sub_auth_rule_claim;
+    check_options(o, "security.mqtt.jwt");
+    return std::make_unique<auth::jwt_provider>(std::move(o), std::move(executor));
+}
+
+std::unique_ptr<auth::http_provider> make_http(const config::http_auth_section& c,
+                                               boost::asio::any_io_executor executor) {
+    auth::http_provider_options o;
+    o.rest_endpoint_url = c.endpoint;
+    o.request_method = c.method;
+    o.headers = headers_of(c.headers);
+    if (!c.username.empty() || !c.password.empty()) {
+        o.basic_username = c.username;
+        o.basic_password = c.password;
+    }
+    if (!c.request_body.empty()) {
+        o.request_body = c.request_body;  // empty: TBMQ's default template
+    }
+    o.read_timeout = c.read_timeout;
+    o.max_parallel_requests = c.max_parallel_requests;
+    o.default_client_type = client_type_of(c.default_client_type);
+    o.auth_rules.publish = c.auth_rules.pub;
+    o.auth_rules.subscribe = c.auth_rules.sub;
+    check_options(o, "security.mqtt.http");
+    return std::make_unique<auth::http_provider>(std::move(o), std::move(executor));
+}
+
 }  // namespace
 
 security_parts build_security(const config::broker_config& cfg, metadata_store& metadata,
-                              actor::timer_service& timers, metrics::auth_probe& probe) {
+                              actor::timer_service& timers, metrics::auth_probe& probe,
+                              boost::asio::any_io_executor io_executor) {
     const auto& sec = cfg.security.mqtt;
     security_parts parts;
     upsert_credentials(cfg, metadata);
@@ -136,9 +222,22 @@ security_parts build_security(const config::broker_config& cfg, metadata_store& 
                     .skip_validity_check = sec.ssl.skip_validity_check_for_client_cert},
                 metadata, *parts.pool, system_clock::instance()));
             names.push_back(name);
-        } else {
-            // JWT and HTTP are built by their own module (not in this build yet).
-            spdlog::debug("auth provider {} is not available in this build; skipped", name);
+        } else if (name == "JWT") {
+            if (!sec.jwt.enabled) {
+                continue;
+            }
+            auto jwt = make_jwt(sec.jwt, io_executor);
+            parts.jwt = jwt.get();
+            providers.push_back(std::move(jwt));
+            names.push_back(name);
+        } else if (name == "HTTP") {
+            if (!sec.http.enabled) {
+                continue;
+            }
+            auto http = make_http(sec.http, io_executor);
+            parts.http = http.get();
+            providers.push_back(std::move(http));
+            names.push_back(name);
         }
     }
     spdlog::info("MQTT authentication: providers [{}], anonymous {}, basic strategy {}",
