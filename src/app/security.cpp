@@ -7,8 +7,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <fstream>
 #include <future>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -116,13 +118,46 @@ auth::http_headers headers_of(const std::map<std::string, std::string>& map) {
     return {map.begin(), map.end()};
 }
 
-// The provider's validation_error() names its TBMQ field ("<tbmqKey>: <reason>"); start-up
-// fails naming the Starling section too, so the operator finds the key in starling.yml.
-template <class Options>
-void check_options(const Options& options, std::string_view section) {
-    if (auto why = options.validation_error()) {
-        throw std::runtime_error(fmt::format("{}: {}", section, *why));
+// The providers' validation_error() names their TBMQ field ("<tbmqField>: <reason>"); the
+// operator needs the Starling key, so each field is translated (an unknown one keeps the
+// section). Field names are the ones the options structs document.
+struct field_key {
+    std::string_view tbmq_field;
+    std::string_view key;
+};
+constexpr field_key jwt_keys[] = {
+    {"jwtVerifierConfiguration.jwtSignAlgorithmConfiguration.secret", "security.mqtt.jwt.secret"},
+    {"jwtVerifierConfiguration.jwtSignAlgorithmConfiguration.publicPemKey",
+     "security.mqtt.jwt.public-pem-key"},
+    {"jwtVerifierConfiguration.endpoint", "security.mqtt.jwt.jwks.endpoint"},
+    {"jwtVerifierConfiguration.refreshInterval", "security.mqtt.jwt.jwks.refresh-interval"},
+    {"authRules", "security.mqtt.jwt.auth-rules"},
+};
+constexpr field_key http_keys[] = {
+    {"restEndpointUrl", "security.mqtt.http.endpoint"},
+    {"requestMethod", "security.mqtt.http.method"},
+    {"readTimeoutMs", "security.mqtt.http.read-timeout-ms"},
+    {"maxParallelRequestsCount", "security.mqtt.http.max-parallel-requests"},
+    {"credentials", "security.mqtt.http.credentials"},
+    {"authRules", "security.mqtt.http.auth-rules"},
+};
+
+template <class Options, std::size_t N>
+std::optional<std::string> options_error(const Options& options, const field_key (&keys)[N],
+                                         std::string_view section) {
+    auto why = options.validation_error();
+    if (!why) {
+        return std::nullopt;
     }
+    const auto colon = why->find(": ");
+    const std::string_view field =
+        colon == std::string::npos ? std::string_view{} : std::string_view(*why).substr(0, colon);
+    for (const auto& k : keys) {
+        if (field == k.tbmq_field) {
+            return fmt::format("{}: {}", k.key, why->substr(colon + 2));
+        }
+    }
+    return fmt::format("{}: {}", section, *why);
 }
 
 // security.mqtt.jwt.public-pem-key: inline PEM when it starts with "-----BEGIN", else a file
@@ -143,8 +178,7 @@ std::string read_pem_key(const std::string& value) {
     return text.str();
 }
 
-std::unique_ptr<auth::jwt_provider> make_jwt(const config::jwt_auth_section& c,
-                                             boost::asio::any_io_executor executor) {
+auth::jwt_provider_options jwt_options(const config::jwt_auth_section& c) {
     auth::jwt_provider_options o;
     o.default_client_type = client_type_of(c.default_client_type);
     o.verifier = c.verifier == "JWKS" ? auth::jwt_verifier_type::jwks
@@ -165,12 +199,10 @@ std::unique_ptr<auth::jwt_provider> make_jwt(const config::jwt_auth_section& c,
     o.auth_rules.subscribe = c.auth_rules.sub;
     o.pub_auth_rule_claim = c.pub_auth_rule_claim;
     o.sub_auth_rule_claim = c.sub_auth_rule_claim;
-    check_options(o, "security.mqtt.jwt");
-    return std::make_unique<auth::jwt_provider>(std::move(o), std::move(executor));
+    return o;
 }
 
-std::unique_ptr<auth::http_provider> make_http(const config::http_auth_section& c,
-                                               boost::asio::any_io_executor executor) {
+auth::http_provider_options http_options(const config::http_auth_section& c) {
     auth::http_provider_options o;
     o.rest_endpoint_url = c.endpoint;
     o.request_method = c.method;
@@ -187,17 +219,43 @@ std::unique_ptr<auth::http_provider> make_http(const config::http_auth_section& 
     o.default_client_type = client_type_of(c.default_client_type);
     o.auth_rules.publish = c.auth_rules.pub;
     o.auth_rules.subscribe = c.auth_rules.sub;
-    check_options(o, "security.mqtt.http");
-    return std::make_unique<auth::http_provider>(std::move(o), std::move(executor));
+    return o;
+}
+
+bool listed(const config::mqtt_security_section& sec, std::string_view name) {
+    return std::find(sec.auth_providers.begin(), sec.auth_providers.end(), name) !=
+           sec.auth_providers.end();
 }
 
 }  // namespace
+
+std::optional<std::string> provider_config_error(const config::broker_config& cfg) {
+    const auto& sec = cfg.security.mqtt;
+    try {
+        if (sec.jwt.enabled && listed(sec, "JWT")) {
+            if (auto why = options_error(jwt_options(sec.jwt), jwt_keys, "security.mqtt.jwt")) {
+                return why;
+            }
+        }
+        if (sec.http.enabled && listed(sec, "HTTP")) {
+            if (auto why = options_error(http_options(sec.http), http_keys, "security.mqtt.http")) {
+                return why;
+            }
+        }
+    } catch (const std::runtime_error& e) {
+        return std::string(e.what());  // read_pem_key: the file cannot be read
+    }
+    return std::nullopt;
+}
 
 security_parts build_security(const config::broker_config& cfg, metadata_store& metadata,
                               actor::timer_service& timers, metrics::auth_probe& probe,
                               boost::asio::any_io_executor io_executor) {
     const auto& sec = cfg.security.mqtt;
     security_parts parts;
+    if (auto why = provider_config_error(cfg)) {
+        throw std::runtime_error(*why);
+    }
     upsert_credentials(cfg, metadata);
     parts.blocked = make_blocked(cfg);
     parts.pool = std::make_unique<auth::worker_pool>("auth-verify", sec.basic.verify_threads,
@@ -226,7 +284,7 @@ security_parts build_security(const config::broker_config& cfg, metadata_store& 
             if (!sec.jwt.enabled) {
                 continue;
             }
-            auto jwt = make_jwt(sec.jwt, io_executor);
+            auto jwt = std::make_unique<auth::jwt_provider>(jwt_options(sec.jwt), io_executor);
             parts.jwt = jwt.get();
             providers.push_back(std::move(jwt));
             names.push_back(name);
@@ -234,7 +292,7 @@ security_parts build_security(const config::broker_config& cfg, metadata_store& 
             if (!sec.http.enabled) {
                 continue;
             }
-            auto http = make_http(sec.http, io_executor);
+            auto http = std::make_unique<auth::http_provider>(http_options(sec.http), io_executor);
             parts.http = http.get();
             providers.push_back(std::move(http));
             names.push_back(name);

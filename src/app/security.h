@@ -22,6 +22,8 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include <memory>
+#include <optional>
+#include <string>
 
 namespace starling::app {
 
@@ -34,6 +36,10 @@ struct security_parts {
     auth::jwt_provider* jwt = nullptr;
     auth::http_provider* http = nullptr;
 };
+
+// The first invalid JWT/HTTP provider setting (enabled and listed providers only) as
+// "<key>: <reason>", or nullopt. build_security() fails with it; --validate-config prints it.
+std::optional<std::string> provider_config_error(const config::broker_config& cfg);
 
 security_parts build_security(const config::broker_config& cfg, metadata_store& metadata,
                               actor::timer_service& timers, metrics::auth_probe& probe,

@@ -200,7 +200,19 @@ def test_jwt_short_secret_fails_start_naming_the_key(broker_factory):
     broker = broker_factory(env={**JWT_ENV, "SECURITY_MQTT_JWT_SECRET": "short"}, start=False)
     with pytest.raises(BrokerError):
         broker.start()
-    assert "security.mqtt.jwt" in broker.log_text()
+    assert "security.mqtt.jwt.secret: must be at least 32 bytes" in broker.log_text()
+
+
+def test_http_bad_endpoint_fails_start_naming_the_key(broker_factory):
+    env = {
+        "SECURITY_MQTT_AUTH_PROVIDERS": "HTTP",
+        "SECURITY_MQTT_HTTP_ENABLED": "true",
+        "SECURITY_MQTT_HTTP_ENDPOINT": "ftp://auth.example",
+    }
+    broker = broker_factory(env=env, start=False)
+    with pytest.raises(BrokerError):
+        broker.start()
+    assert "security.mqtt.http.endpoint: 'ftp://auth.example'" in broker.log_text()
 
 
 # ----------------------------------------------------------------------------- JWT (JWKS)
@@ -235,6 +247,8 @@ def test_jwks_rs256_token_with_its_kid_is_accepted(
     ack = conn.connect(f"{uid}-hs", username="any", password=hs256_token(claims()))
     assert ack.reason_code == BAD_CREDENTIALS[codec.MQTT5]
     assert len(jwks.received) >= 1
+    # SIGTERM stops the JWKS refresh timer and exits cleanly.
+    assert broker.stop() == 0
 
 
 # ----------------------------------------------------------------------------- HTTP
@@ -293,6 +307,7 @@ def test_http_answers_decide(broker_factory, raw_client, serve, protocol, uid):
     ack = conn.connect(f"{uid}-e", username="error", password="x")
     assert ack.reason_code == NOT_AUTHORIZED[protocol]
     assert provider_failures(broker) == before + 1
+    assert broker.stop() == 0
 
 
 def test_http_endpoint_down_fails_closed_and_counts(broker_factory, raw_client, uid):
