@@ -162,9 +162,10 @@ struct daemon::parts {
     std::unique_ptr<adapters::embedded::embedded_message_log> log;
     std::unique_ptr<adapters::embedded::embedded_device_inbox> inbox;
     std::unique_ptr<adapters::embedded::sqlite_metadata_store> metadata;
+    // Outlives the security parts: the JWT and HTTP providers hold its executor.
+    std::unique_ptr<net::io_pool> io;
     security_parts security;  // outlives the node: its timers may hold the authenticator
     std::unique_ptr<broker::node> node;
-    std::unique_ptr<net::io_pool> io;
     // Every enabled MQTT listener ("tcp", "ssl", "ws", "wss"), in start order.
     std::vector<std::pair<std::string, std::unique_ptr<net::tcp_listener>>> mqtt;
     std::vector<std::shared_ptr<net::tls_context_provider>> tls_contexts;
@@ -238,12 +239,17 @@ void daemon::start() {
 
     // Authentication: credentials upserted, providers and blocked clients ready before any
     // listener opens.
-    p.security = build_security(cfg_, *p.metadata, p.node->core().timers(), p.metrics.auth());
-    p.node->core().set_security(p.security.authenticator.get(), p.security.blocked.get());
-
-    // HTTP and MQTT listeners on one I/O pool.
+    // The I/O pool starts first: the JWT (JWKS) and HTTP providers run their requests on it.
     p.io = std::make_unique<net::io_pool>("io", cfg_.listener.io_threads);
     p.io->start();
+    p.security = build_security(cfg_, *p.metadata, p.node->core().timers(), p.metrics.auth(),
+                                p.io->context().get_executor());
+    if (p.security.jwt != nullptr) {
+        p.security.jwt->start();  // JWKS: first fetch and the refresh timer
+    }
+    p.node->core().set_security(p.security.authenticator.get(), p.security.blocked.get());
+
+    // HTTP and MQTT listeners on the same I/O pool.
     http::router routes;
     http::add_actuator_routes(routes, p.health, p.metrics);
     http::add_credentials_routes(routes, *p.metadata, *p.security.pool,
@@ -359,6 +365,13 @@ void daemon::stop() {
     }
     if (p.security.authenticator) {
         p.security.authenticator->stop();  // no verdict reaches a connection from now on
+    }
+    // Before the I/O pool stops: their requests and timers run on it.
+    if (p.security.jwt != nullptr) {
+        p.security.jwt->stop();
+    }
+    if (p.security.http != nullptr) {
+        p.security.http->stop();
     }
     if (p.security.pool) {
         p.security.pool->stop();  // verifications in progress finish; queued ones are dropped

@@ -2,6 +2,7 @@
 // adapters (embedded or cluster) and wires ports, listeners and the HTTP surface together.
 
 #include "app/daemon.h"
+#include "app/security.h"
 #include "base/log.h"
 #include "config/cli.h"
 #include "config/loader.h"
@@ -37,6 +38,10 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
         std::cerr << "starlingd: cannot load configuration " << cli.options.config_file << ": "
                   << e.what() << "\n";
+        return 2;
+    }
+    if (auto why = app::provider_config_error(cfg)) {
+        std::cerr << "starlingd: configuration error: " << *why << "\n";
         return 2;
     }
     if (cli.options.validate_config) {

@@ -7,7 +7,11 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <fstream>
 #include <future>
+#include <optional>
+#include <sstream>
 #include <stdexcept>
 
 namespace starling::app {
@@ -106,12 +110,152 @@ auth::basic_auth_strategy to_auth(config::basic_auth_strategy s) {
     return auth::basic_auth_strategy::both;
 }
 
+client_type client_type_of(const std::string& name) {
+    return name == "APPLICATION" ? client_type::application : client_type::device;
+}
+
+auth::http_headers headers_of(const std::map<std::string, std::string>& map) {
+    return {map.begin(), map.end()};
+}
+
+// The providers' validation_error() names their TBMQ field ("<tbmqField>: <reason>"); the
+// operator needs the Starling key, so each field is translated (an unknown one keeps the
+// section). Field names are the ones the options structs document.
+struct field_key {
+    std::string_view tbmq_field;
+    std::string_view key;
+};
+constexpr field_key jwt_keys[] = {
+    {"jwtVerifierConfiguration.jwtSignAlgorithmConfiguration.secret", "security.mqtt.jwt.secret"},
+    {"jwtVerifierConfiguration.jwtSignAlgorithmConfiguration.publicPemKey",
+     "security.mqtt.jwt.public-pem-key"},
+    {"jwtVerifierConfiguration.endpoint", "security.mqtt.jwt.jwks.endpoint"},
+    {"jwtVerifierConfiguration.refreshInterval", "security.mqtt.jwt.jwks.refresh-interval"},
+    {"authRules", "security.mqtt.jwt.auth-rules"},
+};
+constexpr field_key http_keys[] = {
+    {"restEndpointUrl", "security.mqtt.http.endpoint"},
+    {"requestMethod", "security.mqtt.http.method"},
+    {"readTimeoutMs", "security.mqtt.http.read-timeout-ms"},
+    {"maxParallelRequestsCount", "security.mqtt.http.max-parallel-requests"},
+    {"credentials", "security.mqtt.http.credentials"},
+    {"authRules", "security.mqtt.http.auth-rules"},
+};
+
+template <class Options, std::size_t N>
+std::optional<std::string> options_error(const Options& options, const field_key (&keys)[N],
+                                         std::string_view section) {
+    auto why = options.validation_error();
+    if (!why) {
+        return std::nullopt;
+    }
+    const auto colon = why->find(": ");
+    const std::string_view field =
+        colon == std::string::npos ? std::string_view{} : std::string_view(*why).substr(0, colon);
+    for (const auto& k : keys) {
+        if (field == k.tbmq_field) {
+            return fmt::format("{}: {}", k.key, why->substr(colon + 2));
+        }
+    }
+    return fmt::format("{}: {}", section, *why);
+}
+
+// security.mqtt.jwt.public-pem-key: inline PEM when it starts with "-----BEGIN", else a file
+// path (so a key can be mounted as a file, or given whole through the environment).
+std::string read_pem_key(const std::string& value) {
+    if (value.empty() || value.starts_with("-----BEGIN")) {
+        return value;
+    }
+    std::ifstream in(value, std::ios::binary);
+    if (!in) {
+        throw std::runtime_error(
+            fmt::format("security.mqtt.jwt.public-pem-key: \"{}\" is not a PEM key and cannot "
+                        "be read as a file",
+                        value));
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+auth::jwt_provider_options jwt_options(const config::jwt_auth_section& c) {
+    auth::jwt_provider_options o;
+    o.default_client_type = client_type_of(c.default_client_type);
+    o.verifier = c.verifier == "JWKS" ? auth::jwt_verifier_type::jwks
+                                      : auth::jwt_verifier_type::algorithm_based;
+    o.algorithm = c.algorithm == "PEM_KEY" ? auth::jwt_sign_algorithm::pem_key
+                                           : auth::jwt_sign_algorithm::hmac_based;
+    o.secret = c.secret;
+    if (o.verifier == auth::jwt_verifier_type::algorithm_based &&
+        o.algorithm == auth::jwt_sign_algorithm::pem_key) {
+        o.public_pem_key = read_pem_key(c.public_pem_key);
+    }
+    o.jwks.endpoint = c.jwks_endpoint;
+    o.jwks.headers = headers_of(c.jwks_headers);
+    o.jwks.refresh_interval = c.jwks_refresh_interval;
+    o.auth_claims = c.auth_claims;
+    o.client_type_claims = c.client_type_claims;
+    o.auth_rules.publish = c.auth_rules.pub;
+    o.auth_rules.subscribe = c.auth_rules.sub;
+    o.pub_auth_rule_claim = c.pub_auth_rule_claim;
+    o.sub_auth_rule_claim = c.sub_auth_rule_claim;
+    return o;
+}
+
+auth::http_provider_options http_options(const config::http_auth_section& c) {
+    auth::http_provider_options o;
+    o.rest_endpoint_url = c.endpoint;
+    o.request_method = c.method;
+    o.headers = headers_of(c.headers);
+    if (!c.username.empty() || !c.password.empty()) {
+        o.basic_username = c.username;
+        o.basic_password = c.password;
+    }
+    if (!c.request_body.empty()) {
+        o.request_body = c.request_body;  // empty: TBMQ's default template
+    }
+    o.read_timeout = c.read_timeout;
+    o.max_parallel_requests = c.max_parallel_requests;
+    o.default_client_type = client_type_of(c.default_client_type);
+    o.auth_rules.publish = c.auth_rules.pub;
+    o.auth_rules.subscribe = c.auth_rules.sub;
+    return o;
+}
+
+bool listed(const config::mqtt_security_section& sec, std::string_view name) {
+    return std::find(sec.auth_providers.begin(), sec.auth_providers.end(), name) !=
+           sec.auth_providers.end();
+}
+
 }  // namespace
 
+std::optional<std::string> provider_config_error(const config::broker_config& cfg) {
+    const auto& sec = cfg.security.mqtt;
+    try {
+        if (sec.jwt.enabled && listed(sec, "JWT")) {
+            if (auto why = options_error(jwt_options(sec.jwt), jwt_keys, "security.mqtt.jwt")) {
+                return why;
+            }
+        }
+        if (sec.http.enabled && listed(sec, "HTTP")) {
+            if (auto why = options_error(http_options(sec.http), http_keys, "security.mqtt.http")) {
+                return why;
+            }
+        }
+    } catch (const std::runtime_error& e) {
+        return std::string(e.what());  // read_pem_key: the file cannot be read
+    }
+    return std::nullopt;
+}
+
 security_parts build_security(const config::broker_config& cfg, metadata_store& metadata,
-                              actor::timer_service& timers, metrics::auth_probe& probe) {
+                              actor::timer_service& timers, metrics::auth_probe& probe,
+                              boost::asio::any_io_executor io_executor) {
     const auto& sec = cfg.security.mqtt;
     security_parts parts;
+    if (auto why = provider_config_error(cfg)) {
+        throw std::runtime_error(*why);
+    }
     upsert_credentials(cfg, metadata);
     parts.blocked = make_blocked(cfg);
     parts.pool = std::make_unique<auth::worker_pool>("auth-verify", sec.basic.verify_threads,
@@ -136,9 +280,22 @@ security_parts build_security(const config::broker_config& cfg, metadata_store& 
                     .skip_validity_check = sec.ssl.skip_validity_check_for_client_cert},
                 metadata, *parts.pool, system_clock::instance()));
             names.push_back(name);
-        } else {
-            // JWT and HTTP are built by their own module (not in this build yet).
-            spdlog::debug("auth provider {} is not available in this build; skipped", name);
+        } else if (name == "JWT") {
+            if (!sec.jwt.enabled) {
+                continue;
+            }
+            auto jwt = std::make_unique<auth::jwt_provider>(jwt_options(sec.jwt), io_executor);
+            parts.jwt = jwt.get();
+            providers.push_back(std::move(jwt));
+            names.push_back(name);
+        } else if (name == "HTTP") {
+            if (!sec.http.enabled) {
+                continue;
+            }
+            auto http = std::make_unique<auth::http_provider>(http_options(sec.http), io_executor);
+            parts.http = http.get();
+            providers.push_back(std::move(http));
+            names.push_back(name);
         }
     }
     spdlog::info("MQTT authentication: providers [{}], anonymous {}, basic strategy {}",

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -373,11 +374,59 @@ struct blocked_client_entry {
     friend bool operator==(const blocked_client_entry&, const blocked_client_entry&) = default;
 };
 
+// security.mqtt.jwt.auth-rules / security.mqtt.http.auth-rules: topic regexes (YAML lists).
+struct auth_rules_section {
+    std::vector<std::string> pub{".*"};
+    std::vector<std::string> sub{".*"};
+
+    friend bool operator==(const auth_rules_section&, const auth_rules_section&) = default;
+};
+
+// security.mqtt.jwt.* (TBMQ's JWT provider). Enumerations stay text here: the provider's
+// options own the meaning, and security.cpp maps them (the loader has already checked them).
+struct jwt_auth_section {
+    bool enabled{};
+    std::string default_client_type;  // DEVICE or APPLICATION
+    std::string verifier;             // ALGORITHM_BASED or JWKS
+    std::string algorithm;            // HMAC_BASED or PEM_KEY
+    std::string secret;
+    std::string public_pem_key;  // inline PEM ("-----BEGIN ...") or a file path
+    std::string jwks_endpoint;
+    std::map<std::string, std::string> jwks_headers;
+    std::chrono::seconds jwks_refresh_interval{};
+    std::map<std::string, std::string> auth_claims;
+    std::map<std::string, std::string> client_type_claims;
+    std::string pub_auth_rule_claim;
+    std::string sub_auth_rule_claim;
+    auth_rules_section auth_rules;
+
+    friend bool operator==(const jwt_auth_section&, const jwt_auth_section&) = default;
+};
+
+// security.mqtt.http.* (TBMQ's HTTP provider).
+struct http_auth_section {
+    bool enabled{};
+    std::string endpoint;
+    std::string method;
+    std::map<std::string, std::string> headers;
+    std::string request_body;
+    std::chrono::milliseconds read_timeout{};
+    std::uint32_t max_parallel_requests{};
+    std::string default_client_type;
+    std::string username;  // basic credentials of the endpoint; empty = anonymous
+    std::string password;
+    auth_rules_section auth_rules;
+
+    friend bool operator==(const http_auth_section&, const http_auth_section&) = default;
+};
+
 struct mqtt_security_section {
     bool allow_anonymous{};
     std::vector<std::string> auth_providers;  // in order: MQTT_BASIC, X_509, JWT, HTTP
     basic_auth_section basic;
     ssl_auth_section ssl;
+    jwt_auth_section jwt;
+    http_auth_section http;
     std::chrono::milliseconds auth_cache_ttl{};  // 0 = no cache
     std::chrono::milliseconds provider_timeout{};
     circuit_breaker_section circuit_breaker;

@@ -16,7 +16,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <initializer_list>
 #include <limits>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -137,6 +139,12 @@ bool valid_env_name(std::string_view name) {
     });
 }
 
+// ${clientId}, ${username} and ${password} are the auth providers' per-CONNECT placeholders
+// (TBMQ's spelling), not environment variables: they pass through unchanged.
+bool is_provider_placeholder(std::string_view inner) {
+    return inner == "clientId" || inner == "username" || inner == "password";
+}
+
 // Replaces every ${NAME} and ${NAME:default} in text. The default runs to the closing brace
 // and may itself contain ':' (Spring's rule); nesting is not supported.
 raw_value substitute(std::string_view key, std::string_view text, const env_lookup& env) {
@@ -158,6 +166,12 @@ raw_value substitute(std::string_view key, std::string_view text, const env_look
         const auto inner = text.substr(open + 2, close - open - 2);
         const auto colon = inner.find(':');
         const auto name = inner.substr(0, colon);
+        if (is_provider_placeholder(inner)) {
+            // Filled per CONNECT by the JWT/HTTP providers (request-body, auth-claims).
+            out.text.append(text.substr(open, close + 1 - open));
+            pos = close + 1;
+            continue;
+        }
         if (!valid_env_name(name)) {
             throw config_error(std::string(key),
                                fmt::format("{}: \"{}\" has a malformed placeholder: \"{}\" is not "
@@ -455,6 +469,31 @@ std::optional<std::string> topic_name_part(std::string_view text) {
     return std::nullopt;
 }
 
+std::optional<std::string> one_of_names(std::string_view text,
+                                        std::initializer_list<std::string_view> names) {
+    if (std::find(names.begin(), names.end(), text) != names.end()) {
+        return std::nullopt;
+    }
+    std::string list;
+    for (auto name : names) {
+        list += (list.empty() ? "" : ", ") + std::string(name);
+    }
+    return fmt::format("is not one of: {}", list);
+}
+
+std::optional<std::string> client_type_name(std::string_view text) {
+    return one_of_names(text, {"DEVICE", "APPLICATION"});
+}
+std::optional<std::string> jwt_verifier_name(std::string_view text) {
+    return one_of_names(text, {"ALGORITHM_BASED", "JWKS"});
+}
+std::optional<std::string> jwt_algorithm_name(std::string_view text) {
+    return one_of_names(text, {"HMAC_BASED", "PEM_KEY"});
+}
+std::optional<std::string> http_method_name(std::string_view text) {
+    return one_of_names(text, {"GET", "POST", "PUT", "PATCH", "DELETE"});
+}
+
 // Spelling a field access as a lambda per row keeps each row on one line; the macro exists
 // only to spare that boilerplate and is undefined right after the table.
 #define FIELD(path) \
@@ -711,6 +750,54 @@ const std::vector<binding>& bindings() {
         boolean({"security.mqtt.ssl.skip-validity-check-for-client-cert",
                  "SECURITY_MQTT_SSL_SKIP_VALIDITY_CHECK_FOR_CLIENT_CERT", "false"},
                 FIELD(security.mqtt.ssl.skip_validity_check_for_client_cert)),
+        boolean({"security.mqtt.jwt.enabled", "SECURITY_MQTT_JWT_ENABLED", "false"},
+                FIELD(security.mqtt.jwt.enabled)),
+        text({"security.mqtt.jwt.default-client-type", "SECURITY_MQTT_JWT_DEFAULT_CLIENT_TYPE",
+              "DEVICE"},
+             FIELD(security.mqtt.jwt.default_client_type), client_type_name),
+        text({"security.mqtt.jwt.verifier", "SECURITY_MQTT_JWT_VERIFIER", "ALGORITHM_BASED"},
+             FIELD(security.mqtt.jwt.verifier), jwt_verifier_name),
+        text({"security.mqtt.jwt.algorithm", "SECURITY_MQTT_JWT_ALGORITHM", "HMAC_BASED"},
+             FIELD(security.mqtt.jwt.algorithm), jwt_algorithm_name),
+        text({"security.mqtt.jwt.secret", "SECURITY_MQTT_JWT_SECRET",
+              "please-change-this-32-char-jwt-secret"},
+             FIELD(security.mqtt.jwt.secret)),
+        text({"security.mqtt.jwt.public-pem-key", "SECURITY_MQTT_JWT_PUBLIC_PEM_KEY", ""},
+             FIELD(security.mqtt.jwt.public_pem_key)),
+        text({"security.mqtt.jwt.jwks.endpoint", "SECURITY_MQTT_JWT_JWKS_ENDPOINT", ""},
+             FIELD(security.mqtt.jwt.jwks_endpoint)),
+        integer({"security.mqtt.jwt.jwks.refresh-interval",
+                 "SECURITY_MQTT_JWT_JWKS_REFRESH_INTERVAL", "300"},
+                FIELD(security.mqtt.jwt.jwks_refresh_interval),
+                {.min = 300, .max = 604800, .unit = "s"}),
+        text({"security.mqtt.jwt.pub-auth-rule-claim", "SECURITY_MQTT_JWT_PUB_AUTH_RULE_CLAIM", ""},
+             FIELD(security.mqtt.jwt.pub_auth_rule_claim)),
+        text({"security.mqtt.jwt.sub-auth-rule-claim", "SECURITY_MQTT_JWT_SUB_AUTH_RULE_CLAIM", ""},
+             FIELD(security.mqtt.jwt.sub_auth_rule_claim)),
+        boolean({"security.mqtt.http.enabled", "SECURITY_MQTT_HTTP_ENABLED", "false"},
+                FIELD(security.mqtt.http.enabled)),
+        text(
+            {"security.mqtt.http.endpoint", "SECURITY_MQTT_HTTP_ENDPOINT", "http://localhost:8080"},
+            FIELD(security.mqtt.http.endpoint), not_empty),
+        text({"security.mqtt.http.method", "SECURITY_MQTT_HTTP_METHOD", "POST"},
+             FIELD(security.mqtt.http.method), http_method_name),
+        text({"security.mqtt.http.request-body", "SECURITY_MQTT_HTTP_REQUEST_BODY", ""},
+             FIELD(security.mqtt.http.request_body)),
+        integer(
+            {"security.mqtt.http.read-timeout-ms", "SECURITY_MQTT_HTTP_READ_TIMEOUT_MS", "5000"},
+            FIELD(security.mqtt.http.read_timeout), {.min = 1, .max = 600000, .unit = "ms"}),
+        integer({"security.mqtt.http.max-parallel-requests",
+                 "SECURITY_MQTT_HTTP_MAX_PARALLEL_REQUESTS", "100"},
+                FIELD(security.mqtt.http.max_parallel_requests), {.min = 1, .max = 100000}),
+        text({"security.mqtt.http.default-client-type", "SECURITY_MQTT_HTTP_DEFAULT_CLIENT_TYPE",
+              "DEVICE"},
+             FIELD(security.mqtt.http.default_client_type), client_type_name),
+        text({"security.mqtt.http.credentials.username", "SECURITY_MQTT_HTTP_CREDENTIALS_USERNAME",
+              ""},
+             FIELD(security.mqtt.http.username)),
+        text({"security.mqtt.http.credentials.password", "SECURITY_MQTT_HTTP_CREDENTIALS_PASSWORD",
+              ""},
+             FIELD(security.mqtt.http.password)),
         text({"security.admin-token", "SECURITY_ADMIN_TOKEN", ""}, FIELD(security.admin_token)),
         integer({"security.mqtt.auth-cache-ttl-ms", "SECURITY_MQTT_AUTH_CACHE_TTL_MS", "60000"},
                 FIELD(security.mqtt.auth_cache_ttl),
@@ -1082,6 +1169,110 @@ void parse_security_lists(const YAML::Node& root, const env_lookup& env, broker_
     }
 }
 
+// Maps and lists of the JWT and HTTP providers, outside the scalar key table (like the
+// security lists above). Map values and list items may use ${ENV:default}.
+constexpr std::array<std::string_view, 4> provider_map_keys{
+    "security.mqtt.jwt.jwks.headers", "security.mqtt.jwt.auth-claims",
+    "security.mqtt.jwt.client-type-claims", "security.mqtt.http.headers"};
+constexpr std::array<std::string_view, 4> provider_list_keys{
+    "security.mqtt.jwt.auth-rules.pub", "security.mqtt.jwt.auth-rules.sub",
+    "security.mqtt.http.auth-rules.pub", "security.mqtt.http.auth-rules.sub"};
+
+// The node at a dotted key, or an undefined node. Recursion for the reason given at
+// find_value (yaml-cpp nodes have reference semantics).
+YAML::Node node_at(const YAML::Node& node, std::span<const std::string_view> parts) {
+    if (parts.empty()) {
+        return node;
+    }
+    if (!node.IsDefined() || !node.IsMap()) {
+        return YAML::Node(YAML::NodeType::Undefined);
+    }
+    const YAML::Node child = node[std::string(parts.front())];
+    return node_at(child, parts.subspan(1));
+}
+
+// A map of scalars at `key`; nullopt when the file does not have the key.
+std::optional<std::map<std::string, std::string>> string_map(const YAML::Node& root,
+                                                             std::string_view key,
+                                                             const env_lookup& env) {
+    const auto parts = split_key(key);
+    const YAML::Node node = node_at(root, parts);
+    if (!node.IsDefined() || node.IsNull()) {
+        return std::nullopt;
+    }
+    if (!node.IsMap()) {
+        throw config_error(std::string(key),
+                           fmt::format("{}: expected a map of names to values", key));
+    }
+    std::map<std::string, std::string> out;
+    for (const auto& entry : node) {
+        if (!entry.first.IsScalar() || !(entry.second.IsScalar() || entry.second.IsNull())) {
+            throw config_error(std::string(key),
+                               fmt::format("{}: expected a map of names to single values", key));
+        }
+        const auto item_key = fmt::format("{}.{}", key, entry.first.Scalar());
+        out[entry.first.Scalar()] = entry.second.IsNull()
+                                        ? std::string{}
+                                        : substitute(item_key, entry.second.Scalar(), env).text;
+    }
+    return out;
+}
+
+// A list of regular expressions at `key` (one scalar is a list of one); nullopt when absent.
+std::optional<std::vector<std::string>> regex_list(const YAML::Node& root, std::string_view key,
+                                                   const env_lookup& env) {
+    const auto parts = split_key(key);
+    const YAML::Node node = node_at(root, parts);
+    if (!node.IsDefined() || node.IsNull()) {
+        return std::nullopt;
+    }
+    std::vector<std::string> out;
+    auto add = [&](const YAML::Node& item) {
+        if (!item.IsScalar()) {
+            throw config_error(std::string(key),
+                               fmt::format("{}: expected a list of regular expressions", key));
+        }
+        auto pattern = substitute(key, item.Scalar(), env).text;
+        try {
+            std::regex compiled(pattern);
+        } catch (const std::regex_error& e) {
+            throw config_error(std::string(key),
+                               fmt::format("{}: \"{}\" is not a valid regular expression: {}", key,
+                                           pattern, e.what()));
+        }
+        out.push_back(std::move(pattern));
+    };
+    if (node.IsSequence()) {
+        for (const auto& item : node) {
+            add(item);
+        }
+    } else {
+        add(node);
+    }
+    return out;
+}
+
+void parse_provider_structures(const YAML::Node& root, const env_lookup& env,
+                               broker_config& config) {
+    auto& jwt = config.security.mqtt.jwt;
+    auto& http = config.security.mqtt.http;
+    jwt.jwks_headers =
+        string_map(root, provider_map_keys[0], env).value_or(std::map<std::string, std::string>{});
+    jwt.auth_claims =
+        string_map(root, provider_map_keys[1], env).value_or(std::map<std::string, std::string>{});
+    jwt.client_type_claims =
+        string_map(root, provider_map_keys[2], env).value_or(std::map<std::string, std::string>{});
+    // TBMQ's default: the template body is JSON.
+    http.headers =
+        string_map(root, provider_map_keys[3], env)
+            .value_or(std::map<std::string, std::string>{{"Content-Type", "application/json"}});
+    const auth_rules_section defaults;
+    jwt.auth_rules.pub = regex_list(root, provider_list_keys[0], env).value_or(defaults.pub);
+    jwt.auth_rules.sub = regex_list(root, provider_list_keys[1], env).value_or(defaults.sub);
+    http.auth_rules.pub = regex_list(root, provider_list_keys[2], env).value_or(defaults.pub);
+    http.auth_rules.sub = regex_list(root, provider_list_keys[3], env).value_or(defaults.sub);
+}
+
 YAML::Node parse_yaml(std::string_view yaml_text, std::string_view source_name) {
     try {
         YAML::Node root = YAML::Load(std::string(yaml_text));
@@ -1137,10 +1328,22 @@ broker_config parse_config(std::string_view yaml_text, const load_options& optio
         known.insert(list_key);
     }
     parse_security_lists(root, options.env, config);
+    for (std::string_view key : provider_list_keys) {
+        known.insert(key);
+    }
+    parse_provider_structures(root, options.env, config);
     std::vector<std::string> leaves;
     collect_leaves(root, "", leaves);
+    auto in_map = [](std::string_view leaf) {
+        return std::any_of(provider_map_keys.begin(), provider_map_keys.end(),
+                           [leaf](std::string_view map_key) {
+                               return leaf == map_key ||
+                                      (leaf.starts_with(map_key) && leaf.size() > map_key.size() &&
+                                       leaf[map_key.size()] == '.');
+                           });
+    };
     for (const auto& leaf : leaves) {
-        if (!known.contains(leaf)) {
+        if (!known.contains(leaf) && !in_map(leaf)) {
             warn(options,
                  fmt::format("{}: unknown configuration key '{}' ignored", source_name, leaf));
         }

@@ -338,6 +338,70 @@ TEST(config_loader, bad_credentials_entries_name_the_field) {
     }
 }
 
+TEST(config_loader, jwt_and_http_provider_maps_lists_and_placeholders) {
+    std::vector<std::string> warnings;
+    const auto c = parse_config(R"(
+security:
+  mqtt:
+    jwt:
+      enabled: true
+      verifier: JWKS
+      jwks: {endpoint: "http://idp/jwks", headers: {Authorization: "Bearer ${IDP_TOKEN:t}"}}
+      auth-claims: {sub: "${clientId}", iss: "${ISSUER:me}"}
+      client-type-claims: {role: backend}
+      auth-rules: {pub: ["a/.*", "b/.*"], sub: "c/.*"}
+    http:
+      enabled: true
+      headers: {X-Api-Key: k}
+      request-body: '{"u": "${username}", "p": "${password}", "c": "${clientId}"}'
+      auth-rules: {pub: []}
+)",
+                                with_env({{"ISSUER", "from-env"}}, &warnings));
+    const auto& jwt = c.security.mqtt.jwt;
+    EXPECT_TRUE(jwt.enabled);
+    EXPECT_EQ(jwt.verifier, "JWKS");
+    EXPECT_EQ(jwt.jwks_headers.at("Authorization"), "Bearer t");
+    EXPECT_EQ(jwt.auth_claims.at("sub"), "${clientId}");  // a provider placeholder, kept
+    EXPECT_EQ(jwt.auth_claims.at("iss"), "from-env");
+    EXPECT_EQ(jwt.client_type_claims.at("role"), "backend");
+    EXPECT_EQ(jwt.auth_rules.pub, (std::vector<std::string>{"a/.*", "b/.*"}));
+    EXPECT_EQ(jwt.auth_rules.sub, (std::vector<std::string>{"c/.*"}));
+    const auto& http = c.security.mqtt.http;
+    EXPECT_EQ(http.headers, (std::map<std::string, std::string>{{"X-Api-Key", "k"}}));
+    EXPECT_EQ(http.request_body, R"({"u": "${username}", "p": "${password}", "c": "${clientId}"})");
+    EXPECT_TRUE(http.auth_rules.pub.empty());
+    EXPECT_EQ(http.auth_rules.sub, (std::vector<std::string>{".*"}));
+    EXPECT_TRUE(warnings.empty()) << warnings.front();
+
+    const auto defaults = default_config();
+    EXPECT_EQ(defaults.security.mqtt.http.headers,
+              (std::map<std::string, std::string>{{"Content-Type", "application/json"}}));
+    EXPECT_EQ(defaults.security.mqtt.jwt.jwks_refresh_interval, 300s);
+    EXPECT_EQ(defaults.security.mqtt.http.read_timeout, 5000ms);
+}
+
+TEST(config_loader, bad_jwt_and_http_values_name_the_key) {
+    const std::pair<const char*, const char*> cases[] = {
+        {"jwt: {verifier: RSA}", "security.mqtt.jwt.verifier"},
+        {"jwt: {algorithm: NONE}", "security.mqtt.jwt.algorithm"},
+        {"jwt: {default-client-type: ROBOT}", "security.mqtt.jwt.default-client-type"},
+        {"jwt: {jwks: {refresh-interval: 10}}", "security.mqtt.jwt.jwks.refresh-interval"},
+        {"jwt: {auth-claims: [a]}", "security.mqtt.jwt.auth-claims"},
+        {"jwt: {auth-rules: {pub: [\"(\"]}}", "security.mqtt.jwt.auth-rules.pub"},
+        {"http: {method: BREW}", "security.mqtt.http.method"},
+        {"http: {max-parallel-requests: 0}", "security.mqtt.http.max-parallel-requests"},
+        {"http: {headers: {a: [b]}}", "security.mqtt.http.headers"},
+    };
+    for (const auto& [yaml, key] : cases) {
+        try {
+            parse_config(std::string("security: {mqtt: {") + yaml + "}}", with_env({}));
+            ADD_FAILURE() << "accepted: " << yaml;
+        } catch (const config_error& e) {
+            EXPECT_THAT(e.what(), HasSubstr(key)) << yaml;
+        }
+    }
+}
+
 TEST(config_loader, unknown_keys_warn_but_load) {
     std::vector<std::string> warnings;
     const auto c = parse_config(R"(
