@@ -51,6 +51,9 @@ openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
 printf 'subjectAltName=IP:127.0.0.1\n' >"$WORK/san.ext"
 openssl x509 -req -in "$WORK/server.csr" -CA "$WORK/ca.pem" -CAkey "$WORK/ca.key" \
     -CAcreateserial -days 2 -extfile "$WORK/san.ext" -out "$WORK/server.pem" 2>/dev/null
+# Mosquitto started as root drops to its own user: let it read the throwaway key.
+chmod 755 "$WORK"
+chmod 644 "$WORK/server.key" "$WORK/server.pem" "$WORK/ca.pem"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
