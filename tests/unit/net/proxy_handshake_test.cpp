@@ -103,7 +103,9 @@ TEST_F(proxy_test, v2_local_keeps_the_socket_address) {
 TEST_F(proxy_test, missing_header_closes_and_counts_without_a_connection) {
     listen_with_proxy();
     test_client client(port());
-    client.write(std::string("\x10\x0c\x00\x04MQTT\x05\x02\x00\x3c", 14));
+    // The start of an MQTT CONNECT (12 bytes), no PROXY header.
+    const char connect_start[] = "\x10\x0c\x00\x04MQTT\x05\x02\x00\x3c";
+    client.write(std::string(connect_start, sizeof connect_start - 1));
     boost::system::error_code end;
     EXPECT_EQ(client.read_to_end(end), "");
     EXPECT_TRUE(end);
