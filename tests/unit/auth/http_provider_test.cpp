@@ -1,5 +1,6 @@
 #include "auth/http_provider.h"
 
+#include "unit/auth/provider_test_support.h"
 #include "unit/auth/test_http_server.h"
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -31,23 +32,8 @@ auth_request make_request(std::string client_id = "dev-1", std::string username 
     return r;
 }
 
-// Runs authenticate() and waits for the answer (bounded: a hung provider fails the test).
-auth_result authenticate(http_provider& provider, const auth_request& request) {
-    std::promise<auth_result> promise;
-    auto future = promise.get_future();
-    provider.authenticate(request, [&promise](auth_result r) { promise.set_value(std::move(r)); });
-    EXPECT_EQ(future.wait_for(10s), std::future_status::ready) << "provider never answered";
-    return future.get();
-}
-
-bool matches(const std::vector<std::regex>& patterns, const std::string& topic) {
-    for (const auto& p : patterns) {
-        if (std::regex_match(topic, p)) {
-            return true;
-        }
-    }
-    return false;
-}
+using test::authenticate;
+using test::matches;
 
 http_provider_options options_for(const test_http_server& server) {
     http_provider_options o;

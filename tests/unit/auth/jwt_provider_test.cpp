@@ -1,6 +1,7 @@
 #include "auth/jwt_provider.h"
 
 #include "unit/auth/jwt_test_support.h"
+#include "unit/auth/provider_test_support.h"
 #include "unit/auth/test_http_server.h"
 #include <gtest/gtest.h>
 
@@ -26,22 +27,8 @@ auth_request make_request(std::optional<std::string> password, std::string clien
     return r;
 }
 
-auth_result authenticate(jwt_provider& provider, const auth_request& request) {
-    std::promise<auth_result> promise;
-    auto future = promise.get_future();
-    provider.authenticate(request, [&promise](auth_result r) { promise.set_value(std::move(r)); });
-    EXPECT_EQ(future.wait_for(10s), std::future_status::ready) << "provider never answered";
-    return future.get();
-}
-
-bool matches(const std::vector<std::regex>& patterns, const std::string& topic) {
-    for (const auto& p : patterns) {
-        if (std::regex_match(topic, p)) {
-            return true;
-        }
-    }
-    return false;
-}
+using test::authenticate;
+using test::matches;
 
 class jwt_hmac : public ::testing::Test {
   protected:
