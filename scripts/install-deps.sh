@@ -20,6 +20,8 @@ debian_packages=(
     nlohmann-json3-dev
     liburcu-dev
     libjwt-dev
+    librdkafka-dev libhiredis-dev libpqxx-dev
+    redis-server postgresql
     clang clang-format clang-tidy libclang-rt-14-dev
     mosquitto mosquitto-clients
     libpaho-mqtt-dev libpaho-mqttpp-dev
@@ -45,6 +47,29 @@ if ((${#missing[@]})); then
         $sudo_cmd systemctl disable --now mosquitto || true
     fi
     pkill -x mosquitto 2>/dev/null || true
+    # Likewise Debian's Redis and PostgreSQL start system instances on 6379 and 5432;
+    # scripts/services.sh runs the project's own (data under .services/) on those ports.
+    for unit in redis-server postgresql; do
+        if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$unit" 2>/dev/null; then
+            $sudo_cmd systemctl disable --now "$unit" || true
+        fi
+    done
+    if command -v pg_lsclusters >/dev/null 2>&1; then
+        pg_lsclusters -h 2>/dev/null | awk '$4 == "online" {print $1, $2}' |
+            while read -r version cluster; do $sudo_cmd pg_ctlcluster "$version" "$cluster" stop || true; done
+    fi
+    if [[ -f /var/run/redis/redis-server.pid ]]; then
+        $sudo_cmd kill "$(cat /var/run/redis/redis-server.pid)" 2>/dev/null || true
+    fi
+fi
+
+# Java and Maven run the Apache Kafka broker of scripts/services.sh (jars from Maven Central).
+if ! command -v java >/dev/null 2>&1 || ! command -v mvn >/dev/null 2>&1; then
+    sudo_cmd=""
+    if [[ $(id -u) -ne 0 ]]; then sudo_cmd="sudo"; fi
+    $sudo_cmd apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends \
+        default-jre-headless maven
 fi
 
 # Python test clients (paho-mqtt, pytest) in a project-local virtual environment.

@@ -11,6 +11,10 @@ namespace starling::broker {
 
 struct settings {
     std::string node_id = "starling-1";
+    // Cluster mode (starling.mode: cluster): several nodes share the message log; sessions are
+    // coordinated through it and copies for clients on other nodes are forwarded through it.
+    // False: the node is alone (embedded mode) and every client is local.
+    bool cluster = false;
     std::string topic_prefix = "starling";
 
     // Server Receive Maximum (inbound QoS 1/2 in flight) and the outbound window per client.

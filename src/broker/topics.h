@@ -18,9 +18,26 @@ class topic_names {
     std::string client_subscriptions() const { return name("client.subscriptions"); }
     std::string client_blocked() const { return name("client.blocked"); }
 
+    // Cluster coordination (ARCHITECTURE.md §4): session events are keyed by client id so one
+    // handler in the cluster sees every event of a client in order; replies, forced disconnects
+    // and forwarded copies go to the topic of the node that must act on them.
+    std::string session_event_request() const { return name("client.session.event.request"); }
+    std::string session_event_response(const std::string& node_id) const {
+        return name("client.session.event.response.") + node_id;
+    }
+    std::string client_disconnect(const std::string& node_id) const {
+        return name("client.disconnect.") + node_id;
+    }
+    std::string downlink_basic(const std::string& node_id) const {
+        return name("msg.downlink.basic.") + node_id;
+    }
+    std::string downlink_persisted(const std::string& node_id) const {
+        return name("msg.downlink.persisted.") + node_id;
+    }
+
   private:
-    std::string name(const char* suffix) const {
-        return prefix_.empty() ? std::string(suffix) : prefix_ + "." + suffix;
+    std::string name(const std::string& suffix) const {
+        return prefix_.empty() ? suffix : prefix_ + "." + suffix;
     }
     std::string prefix_;
 };
