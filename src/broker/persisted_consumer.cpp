@@ -22,7 +22,7 @@ status persisted_consumer::start() {
     running_.store(true);
     for (std::int32_t i = 0; i < cfg.msg_persisted_consumers; ++i) {
         consumer_spec spec;
-        spec.group_id = "device-persisted-msg-consumer-group";
+        spec.group_id = core_.topics().group("device-persisted-msg-consumer-group");
         spec.instance_id = cfg.node_id + "-persisted-" + std::to_string(i);
         spec.topics = {core_.topics().msg_persisted()};
         spec.reset = offset_reset::earliest;

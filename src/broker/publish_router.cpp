@@ -59,7 +59,7 @@ status publish_router::start() {
     running_.store(true);
     for (std::int32_t i = 0; i < cfg.msg_all_consumers; ++i) {
         consumer_spec spec;
-        spec.group_id = "msg-all-consumer-group";
+        spec.group_id = core_.topics().group("msg-all-consumer-group");
         spec.instance_id = cfg.node_id + "-msg-all-" + std::to_string(i);
         spec.topics = {core_.topics().msg_all()};
         spec.reset = offset_reset::earliest;

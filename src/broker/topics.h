@@ -35,6 +35,10 @@ class topic_names {
         return name("msg.downlink.persisted.") + node_id;
     }
 
+    // Consumer group ids carry the prefix too: two clusters (or two test runs) sharing one Kafka
+    // with different prefixes must not share groups.
+    std::string group(const std::string& suffix) const { return name(suffix); }
+
   private:
     std::string name(const std::string& suffix) const {
         return prefix_.empty() ? suffix : prefix_ + "." + suffix;
