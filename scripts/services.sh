@@ -227,8 +227,19 @@ as_pg() {
     if [[ $(id -u) -eq 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
 
+# The server runs as the postgres user, which may not be able to enter the project's folder
+# (a checkout under /root): its data then lives under /var/tmp, named after the state folder.
+pg_dir() {
+    if [[ $(id -u) -eq 0 ]] && ! runuser -u postgres -- test -x "$state" 2>/dev/null; then
+        echo "/var/tmp/starling-postgres-$(echo "$state" | sha256sum | cut -c1-12)"
+    else
+        echo "$state/postgres"
+    fi
+}
+
 postgres_up() {
-    local dir="$state/postgres" bin
+    local dir bin
+    dir=$(pg_dir)
     bin=$(pg_bin)
     mkdir -p "$dir"
     if [[ $(id -u) -eq 0 ]]; then chown postgres: "$dir"; fi
@@ -254,7 +265,8 @@ postgres_up() {
 }
 
 postgres_down() {
-    local dir="$state/postgres"
+    local dir
+    dir=$(pg_dir)
     if [[ -f $dir/data/PG_VERSION ]]; then
         as_pg "$(pg_bin)/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 &&
             log "postgres stopped" || true
@@ -263,7 +275,8 @@ postgres_down() {
 }
 
 postgres_status() {
-    local dir="$state/postgres"
+    local dir
+    dir=$(pg_dir)
     if [[ -f $dir/data/PG_VERSION ]] && as_pg "$(pg_bin)/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
         echo "postgres: running"
     else

@@ -7,8 +7,9 @@
 #   5. a few seconds of benchmark smoke (bench/run.sh --smoke) so the load generator keeps working
 #   5b. deployment files validated without a container engine (scripts/validate-deploy.sh)
 #   6. integration tests: the real starlingd (ASan build) driven by paho-mqtt and mosquitto clients
-# The Kafka of scripts/services.sh runs for the whole run (the Kafka contract suite and the
-# cluster tests use it, through STARLING_TEST_KAFKA) and is stopped at the end.
+# Kafka, Redis and PostgreSQL (scripts/services.sh) run for the whole run — the adapters' contract
+# suites and the cluster tests find them through STARLING_TEST_{KAFKA,REDIS,POSTGRES} — and are
+# stopped at the end.
 # Ends with one line "N passed, M failed, K skipped" summing every runner.
 #
 # Environment: STARLING_FUZZ_SECONDS (default 30 per target), STARLING_SKIP_TSAN=1,
@@ -27,16 +28,18 @@ step "install dependencies"
 bash scripts/install-deps.sh || { echo "dependency installation failed"; exit 1; }
 rm -rf "$results" && mkdir -p "$results"
 
-step "services (Apache Kafka on loopback)"
-# A separate folder per run: a previous run's broker state never leaks into this one.
+step "services (Apache Kafka, Redis, PostgreSQL on loopback)"
+# A separate folder per run: a previous run's state never leaks into this one.
 export STARLING_SERVICES_DIR="$root/build/services"
-bash scripts/services.sh down --wipe kafka >/dev/null 2>&1 || true
-if bash scripts/services.sh up kafka; then
-    export STARLING_TEST_KAFKA="$(bash scripts/services.sh env | sed -n 's/^TB_KAFKA_SERVERS=//p')"
+bash scripts/services.sh down --wipe >/dev/null 2>&1 || true
+if bash scripts/services.sh up kafka redis postgres; then
+    export STARLING_TEST_KAFKA=127.0.0.1:9092
+    export STARLING_TEST_REDIS=127.0.0.1:6379
+    export STARLING_TEST_POSTGRES=postgresql://starling:starling@127.0.0.1:5432/starling
 else
     failed_steps+=("services")
 fi
-trap 'bash "$root/scripts/services.sh" down kafka >/dev/null 2>&1 || true' EXIT
+trap 'bash "$root/scripts/services.sh" down >/dev/null 2>&1 || true' EXIT
 
 step "format check"
 if ! bash scripts/format.sh --check; then
