@@ -14,9 +14,14 @@
 #   --build-dir DIR         use (and build in) an existing CMake build directory instead of the
 #                           `release` preset's build/release
 #   --no-build              do not build; the binaries must exist
-#   --brokers LIST          comma-separated: starling,mosquitto (default: both for a full run,
-#                           starling for --smoke; Mosquitto is skipped with a note when
-#                           /usr/sbin/mosquitto is missing)
+#   --brokers LIST          comma-separated: starling,starling-cluster,mosquitto (default:
+#                           starling,mosquitto for a full run, starling for --smoke; Mosquitto
+#                           is skipped with a note when /usr/sbin/mosquitto is missing).
+#                           starling-cluster is one starlingd in cluster mode on the Kafka of
+#                           STARLING_BENCH_KAFKA (default: scripts/services.sh up kafka), so every
+#                           PUBLISH goes through a real Kafka before its PUBACK
+#   --fixed-rate R          instead of searching for the maximum rate, measure every scenario at
+#                           R msg/s (latency at a moderate load, e.g. PUBACK p50/p99)
 #   --scenarios LIST        comma-separated subset of fan-out,fan-in,p2p,shared,connections,
 #                           retained (default: all)
 #   --scale F               multiply every client count and the retained count by F
@@ -40,6 +45,7 @@ SCENARIOS="fan-out,fan-in,p2p,shared,connections,retained"
 SCALE=1
 DURATION=""
 THREADS=1
+FIXED_RATE=""
 OUT=""
 EXTRA=()
 
@@ -55,6 +61,7 @@ while [[ $# -gt 0 ]]; do
         --scale) SCALE=$2; shift ;;
         --duration) DURATION=$2; shift ;;
         --threads) THREADS=$2; shift ;;
+        --fixed-rate) FIXED_RATE=$2; shift ;;
         --out) OUT=$2; shift ;;
         -h|--help) usage; exit 0 ;;
         --) shift; EXTRA=("$@"); break ;;
@@ -113,6 +120,12 @@ else
         [connections]="--connections $(scaled 10000) --duration 3"
         [retained]="--publishers 10 --subscribers 10 --retained-count $(scaled 100000)"
     )
+fi
+
+if [[ -n $FIXED_RATE ]]; then
+    for scenario in "${!ARGS[@]}"; do
+        ARGS[$scenario]=${ARGS[$scenario]/--search/--rate $FIXED_RATE}
+    done
 fi
 
 # --- limits: file descriptors and ephemeral ports -----------------------------------------
@@ -220,6 +233,17 @@ start_starling() {
     return 1
 }
 
+# One starlingd in cluster mode; the topic prefix is new for every scenario, so no state or
+# consumer-group offsets carry over between them.
+start_starling-cluster() {
+    if [[ -z ${STARLING_BENCH_KAFKA:-} ]]; then
+        bash "$ROOT/scripts/services.sh" up kafka >&2
+        STARLING_BENCH_KAFKA=$(bash "$ROOT/scripts/services.sh" env | sed -n 's/^TB_KAFKA_SERVERS=//p')
+    fi
+    STARLING_MODE=cluster TB_SERVICE_ID=bench-node TB_KAFKA_SERVERS=$STARLING_BENCH_KAFKA \
+        TB_KAFKA_PREFIX="bench$(date +%s%N)" start_starling "cluster-$1"
+}
+
 start_mosquitto() {
     BROKER_PORT=$(free_port) || { echo "run.sh: no free port" >&2; return 1; }
     # Persistence off; queues raised so it never drops by configuration; the same in-flight
@@ -267,7 +291,7 @@ IFS=, read -r -a SCENARIO_LIST <<<"$SCENARIOS"
 START=$(date +%s.%N)
 for broker in "${BROKER_LIST[@]}"; do
     case "$broker" in
-        starling)
+        starling | starling-cluster)
             [[ -x $STARLINGD ]] || { echo "run.sh: $STARLINGD not found" >&2; FAILED=1; continue; } ;;
         mosquitto)
             if [[ ! -x $MOSQUITTO ]]; then
