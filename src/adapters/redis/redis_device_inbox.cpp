@@ -85,10 +85,11 @@ std::optional<std::string> validate(const redis_inbox_config& config) {
         return std::string("redis.standalone.readTimeout: must be positive");
     }
     if (config.connections == 0 || config.queue_capacity == 0 ||
-        config.reconnect_min.count() <= 0 || config.reconnect_max < config.reconnect_min) {
+        config.reconnect_min.count() <= 0 || config.reconnect_max < config.reconnect_min ||
+        config.ping_interval.count() < 0) {
         return std::string(
-            "redis device inbox: connections, queue_capacity and reconnect_min must be positive "
-            "and reconnect_max >= reconnect_min");
+            "redis device inbox: connections, queue_capacity and reconnect_min must be positive, "
+            "reconnect_max >= reconnect_min and ping_interval >= 0");
     }
     return std::nullopt;
 }
@@ -257,9 +258,17 @@ class redis_device_inbox::worker {
         backoff_ = std::min(backoff_ * 2, config_.reconnect_max);
     }
 
+    void ping() {
+        const std::string_view argv[] = {"PING"};
+        if (auto reply = connection_.command(argv); !reply) {
+            lost(reply.error());
+        }
+    }
+
     void run() {
         for (;;) {
             job next;
+            bool ping_due = false;
             {
                 std::unique_lock lock(mutex_);
                 for (;;) {
@@ -271,17 +280,28 @@ class redis_device_inbox::worker {
                     if (stopping_) {
                         return;
                     }
-                    if (connection_.connected()) {
-                        cv_.wait(lock);
-                    } else if (std::chrono::steady_clock::now() >= next_attempt_) {
-                        break;  // idle and disconnected: reconnect in the background
-                    } else {
+                    const auto now = std::chrono::steady_clock::now();
+                    if (!connection_.connected()) {
+                        if (now >= next_attempt_) {
+                            break;  // idle and disconnected: reconnect in the background
+                        }
                         cv_.wait_until(lock, next_attempt_);
+                    } else if (config_.ping_interval.count() == 0) {
+                        cv_.wait(lock);
+                    } else if (now >= last_used_ + config_.ping_interval) {
+                        ping_due = true;  // idle: check the connection so healthy() is current
+                        break;
+                    } else {
+                        cv_.wait_until(lock, last_used_ + config_.ping_interval);
                     }
                 }
             }
             if (!connection_.connected() && std::chrono::steady_clock::now() >= next_attempt_) {
                 reconnect();
+            }
+            last_used_ = std::chrono::steady_clock::now();
+            if (ping_due) {
+                ping();
             }
             if (next) {
                 next(this, {});
@@ -295,6 +315,7 @@ class redis_device_inbox::worker {
     std::array<std::string, inbox_script_count> shas_;
     std::chrono::milliseconds backoff_;
     std::chrono::steady_clock::time_point next_attempt_{};
+    std::chrono::steady_clock::time_point last_used_{};  // last command or ping (idle check)
 
     std::mutex mutex_;
     std::condition_variable cv_;

@@ -13,8 +13,9 @@
 // Lost Redis: a call on a broken connection fails (never a false success) with not_connected,
 // timed_out or io_error; the worker reconnects with exponential backoff (reconnect_min doubling
 // to reconnect_max) in the background, and calls that arrive before the next attempt fail at
-// once with not_connected. healthy() is false while any worker is disconnected. Each
-// reconnect selects the db, authenticates and loads the scripts again.
+// once with not_connected. An idle connection is PINGed every ping_interval, so a server that
+// went away shows in healthy() without traffic. healthy() is false while any worker is
+// disconnected. Each reconnect selects the db, authenticates and loads the scripts again.
 //
 // Lifecycle: open_redis_device_inbox() validates the config, connects every worker and loads
 // the scripts, or fails; stop() (or the destructor) runs the queued calls and joins the
@@ -50,6 +51,7 @@ struct redis_inbox_config {
     std::size_t queue_capacity = 8192;                 // waiting calls per worker
     std::chrono::milliseconds reconnect_min{100};      // first retry after a failure
     std::chrono::milliseconds reconnect_max{5000};     // backoff cap
+    std::chrono::milliseconds ping_interval{1000};     // PING an idle connection; 0 = never
 };
 
 // Why the config cannot be used, naming the config key; nullopt when it is fine.

@@ -125,6 +125,10 @@ class private_redis {
         return false;
     }
 
+    // SIGSTOP / SIGCONT: the server keeps its sockets but answers nothing (a hung Redis).
+    void pause() const { ::kill(pid_, SIGSTOP); }
+    void resume() const { ::kill(pid_, SIGCONT); }
+
     void kill() {
         if (pid_ > 0) {
             ::kill(pid_, SIGKILL);
@@ -138,6 +142,31 @@ class private_redis {
     std::uint16_t port_;
     pid_t pid_ = -1;
 };
+
+// Polls `condition` until it holds or `limit` passes; for states with no event to wait on.
+template <class Condition>
+bool eventually(Condition condition, std::chrono::seconds limit = std::chrono::seconds(20)) {
+    const auto deadline = steady_clock::now() + limit;
+    while (steady_clock::now() < deadline) {
+        if (condition()) {
+            return true;
+        }
+        std::this_thread::sleep_for(milliseconds(10));
+    }
+    return condition();
+}
+
+redis_inbox_config private_config(std::uint16_t port) {
+    redis_inbox_config config;
+    config.host = "127.0.0.1";
+    config.port = port;
+    config.connections = 1;
+    config.connect_timeout = std::chrono::seconds(2);
+    config.command_timeout = std::chrono::seconds(2);
+    config.reconnect_min = milliseconds(20);
+    config.reconnect_max = milliseconds(200);
+    return config;
+}
 
 bool have_redis_server() { return ::system("command -v redis-server >/dev/null 2>&1") == 0; }
 
@@ -309,15 +338,7 @@ TEST(redis_device_inbox_outage, fails_while_redis_is_gone_and_recovers) {
     ASSERT_TRUE(server.start());
 
     manual_clock clk;
-    redis_inbox_config config;
-    config.host = "127.0.0.1";
-    config.port = port;
-    config.connections = 1;
-    config.connect_timeout = std::chrono::seconds(2);
-    config.command_timeout = std::chrono::seconds(2);
-    config.reconnect_min = milliseconds(20);
-    config.reconnect_max = milliseconds(200);
-    auto opened = open_redis_device_inbox(config, clk);
+    auto opened = open_redis_device_inbox(private_config(port), clk);
     ASSERT_TRUE(opened) << opened.error().message();
     auto& inbox = **opened;
     ASSERT_TRUE(append(inbox, "c1", {{"a", 0}}));
@@ -336,15 +357,11 @@ TEST(redis_device_inbox_outage, fails_while_redis_is_gone_and_recovers) {
 
     ASSERT_TRUE(server.start());
     // Retries a real operation until the adapter's own reconnect lets it through; bounded.
-    const auto deadline = steady_clock::now() + std::chrono::seconds(20);
     result<device_inbox::append_result> recovered = make_error_code(redis_errc::not_connected);
-    while (steady_clock::now() < deadline) {
+    EXPECT_TRUE(eventually([&] {
         recovered = append(inbox, "c1", {{"c", 0}});
-        if (recovered) {
-            break;
-        }
-        std::this_thread::sleep_for(milliseconds(20));
-    }
+        return recovered.has_value();
+    }));
     ASSERT_TRUE(recovered) << recovered.error().message();
     EXPECT_EQ(recovered->packet_ids, (ids{1}));  // a fresh server: nothing survived
     EXPECT_TRUE(inbox.healthy());
@@ -352,6 +369,72 @@ TEST(redis_device_inbox_outage, fails_while_redis_is_gone_and_recovers) {
     ASSERT_TRUE(pending);
     ASSERT_EQ(pending->size(), 1u);
     EXPECT_EQ((*pending)[0].record, "c");
+}
+
+// With no calls at all, the idle PING notices the server is gone (healthy() false) and the
+// background reconnect notices it is back (healthy() true again).
+TEST(redis_device_inbox_outage, healthy_follows_the_server_without_traffic) {
+    if (!have_redis_server()) {
+        GTEST_SKIP() << "redis-server is not installed";
+    }
+    const std::uint16_t port = free_port();
+    ASSERT_NE(port, 0);
+    private_redis server(port);
+    ASSERT_TRUE(server.start());
+    manual_clock clk;
+    auto config = private_config(port);
+    config.ping_interval = milliseconds(50);
+    auto opened = open_redis_device_inbox(config, clk);
+    ASSERT_TRUE(opened) << opened.error().message();
+    auto& inbox = **opened;
+    EXPECT_TRUE(inbox.healthy());
+
+    server.kill();
+    EXPECT_TRUE(eventually([&] { return !inbox.healthy(); }));
+    ASSERT_TRUE(server.start());
+    EXPECT_TRUE(eventually([&] { return inbox.healthy(); }));
+    EXPECT_TRUE(read_all(inbox, "c1"));
+}
+
+// A server that stops answering (SIGSTOP): the call fails with timed_out after
+// command_timeout instead of hanging, and once the server answers again calls succeed.
+TEST(redis_device_inbox_outage, hung_server_times_out_and_recovers) {
+    if (!have_redis_server()) {
+        GTEST_SKIP() << "redis-server is not installed";
+    }
+    const std::uint16_t port = free_port();
+    ASSERT_NE(port, 0);
+    private_redis server(port);
+    ASSERT_TRUE(server.start());
+    manual_clock clk;
+    auto config = private_config(port);
+    config.command_timeout = milliseconds(300);
+    config.connect_timeout = milliseconds(300);
+    config.ping_interval = milliseconds(0);
+    auto opened = open_redis_device_inbox(config, clk);
+    ASSERT_TRUE(opened) << opened.error().message();
+    auto& inbox = **opened;
+    ASSERT_TRUE(append(inbox, "c1", {{"a", 0}}));
+
+    server.pause();
+    const auto start = steady_clock::now();
+    auto stuck = append(inbox, "c1", {{"b", 0}});
+    server.resume();  // before any assertion can return early
+    ASSERT_FALSE(stuck);
+    EXPECT_EQ(stuck.error(), std::errc::timed_out) << stuck.error().message();
+    EXPECT_LT(steady_clock::now() - start, std::chrono::seconds(5));
+    EXPECT_FALSE(inbox.healthy());
+
+    result<std::vector<inbox_message>> pending = make_error_code(redis_errc::not_connected);
+    EXPECT_TRUE(eventually([&] {
+        pending = read_all(inbox, "c1");
+        return pending.has_value();
+    }));
+    ASSERT_TRUE(pending) << pending.error().message();
+    EXPECT_TRUE(inbox.healthy());
+    // The timed-out append may or may not have run inside Redis (at-least-once): "a" is there.
+    ASSERT_GE(pending->size(), 1u);
+    EXPECT_EQ((*pending)[0].record, "a");
 }
 
 }  // namespace starling::testing
