@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 #include <hiredis/hiredis.h>
+#include <pthread.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -119,7 +120,12 @@ class redis_device_inbox::worker {
             return st;
         }
         connected_ = true;
-        thread_ = std::thread([this] { run(); });
+        thread_ = std::thread([this] {
+            // "redis-inbox-<n>" in top / gdb; the kernel limit is 15 characters.
+            const auto name = "redis-inbox-" + std::to_string(index_ % 100);
+            pthread_setname_np(pthread_self(), name.c_str());
+            run();
+        });
         return {};
     }
 
