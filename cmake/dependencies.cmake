@@ -13,6 +13,8 @@ find_package(nlohmann_json REQUIRED)
 find_library(STARLING_CRYPT_LIBRARY crypt REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(URCU REQUIRED IMPORTED_TARGET liburcu-memb)
+# hiredis: the Redis device inbox (src/adapters/redis; Debian libhiredis-dev).
+pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis)
 if(STARLING_BUILD_TESTS)
     find_package(GTest REQUIRED)
     include(GoogleTest)

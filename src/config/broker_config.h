@@ -443,6 +443,27 @@ struct security_section {
     friend bool operator==(const security_section&, const security_section&) = default;
 };
 
+// redis.*: the Redis the cluster-mode device inbox uses (src/adapters/redis). TBMQ's keys.
+struct redis_standalone_section {
+    std::string host;
+    std::uint16_t port{};
+    std::chrono::milliseconds connect_timeout{};
+    std::chrono::milliseconds read_timeout{};  // bounds every command
+
+    friend bool operator==(const redis_standalone_section&,
+                           const redis_standalone_section&) = default;
+};
+
+struct redis_section {
+    std::string connection_type;  // "standalone" (the only one supported so far)
+    redis_standalone_section standalone;
+    std::uint32_t db{};
+    std::string username;
+    std::string password;
+
+    friend bool operator==(const redis_section&, const redis_section&) = default;
+};
+
 // The whole configuration. A plain value: copy it freely; nothing in it changes after
 // loading.
 struct broker_config {
@@ -454,6 +475,7 @@ struct broker_config {
     actors_section actors;
     mqtt_section mqtt;
     security_section security;
+    redis_section redis;
 
     friend bool operator==(const broker_config&, const broker_config&) = default;
 };

@@ -493,6 +493,19 @@ std::optional<std::string> jwt_algorithm_name(std::string_view text) {
 std::optional<std::string> http_method_name(std::string_view text) {
     return one_of_names(text, {"GET", "POST", "PUT", "PATCH", "DELETE"});
 }
+// TBMQ's three connection types; only standalone is implemented so far, and a deployment
+// asking for the others must not start against a single node by mistake.
+std::optional<std::string> redis_connection_type(std::string_view text) {
+    if (text == "standalone") {
+        return std::nullopt;
+    }
+    if (text == "cluster" || text == "sentinel") {
+        return std::string(
+            "is not supported yet: Starling connects to standalone Redis only (Redis Cluster "
+            "and Sentinel are planned); use standalone");
+    }
+    return std::string("is not one of: standalone, cluster, sentinel");
+}
 
 // Spelling a field access as a lambda per row keeps each row on one line; the macro exists
 // only to spare that boilerplate and is undefined right after the table.
@@ -811,6 +824,20 @@ const std::vector<binding>& bindings() {
                  "SECURITY_MQTT_CIRCUIT_BREAKER_COOL_DOWN_MS", "30000"},
                 FIELD(security.mqtt.circuit_breaker.cool_down),
                 {.min = 1, .max = 86400000, .unit = "ms"}),
+        // --- redis (device inbox in cluster mode)
+        text({"redis.connection.type", "REDIS_CONNECTION_TYPE", "standalone"},
+             FIELD(redis.connection_type), redis_connection_type),
+        text({"redis.standalone.host", "REDIS_HOST", "localhost"}, FIELD(redis.standalone.host),
+             not_empty),
+        integer({"redis.standalone.port", "REDIS_PORT", "6379"}, FIELD(redis.standalone.port),
+                {.min = 1, .max = 65535}),
+        integer({"redis.standalone.connectTimeout", "REDIS_CLIENT_CONNECT_TIMEOUT", "30000"},
+                FIELD(redis.standalone.connect_timeout), {.min = 1, .max = 3600000, .unit = "ms"}),
+        integer({"redis.standalone.readTimeout", "REDIS_CLIENT_READ_TIMEOUT", "60000"},
+                FIELD(redis.standalone.read_timeout), {.min = 1, .max = 3600000, .unit = "ms"}),
+        integer({"redis.db", "REDIS_DB", "0"}, FIELD(redis.db), {.min = 0, .max = 65535}),
+        text({"redis.username", "REDIS_USERNAME", ""}, FIELD(redis.username)),
+        text({"redis.password", "REDIS_PASSWORD", ""}, FIELD(redis.password)),
     };
     return table;
 }

@@ -586,7 +586,17 @@ INSTANTIATE_TEST_SUITE_P(
         bad_value{"MQTT_MAX_QOS", "3", "mqtt.max-qos", "is out of range (0..2)"},
         bad_value{"MQTT_RETAIN_AVAILABLE", "", "mqtt.retain-available", "is not a boolean"},
         bad_value{"SECURITY_MQTT_ALLOW_ANONYMOUS", "nope", "security.mqtt.allow-anonymous",
-                  "is not a boolean"}));
+                  "is not a boolean"},
+        bad_value{"REDIS_CONNECTION_TYPE", "cluster", "redis.connection.type",
+                  "is not supported yet: Starling connects to standalone Redis only"},
+        bad_value{"REDIS_CONNECTION_TYPE", "sentinel", "redis.connection.type",
+                  "is not supported yet"},
+        bad_value{"REDIS_CONNECTION_TYPE", "replicated", "redis.connection.type",
+                  "is not one of: standalone, cluster, sentinel"},
+        bad_value{"REDIS_PORT", "0", "redis.standalone.port", "is out of range (1..65535)"},
+        bad_value{"REDIS_HOST", "", "redis.standalone.host", "must not be empty"},
+        bad_value{"REDIS_CLIENT_READ_TIMEOUT", "0", "redis.standalone.readTimeout",
+                  "is out of range (1..3600000 ms)"}));
 
 }  // namespace
 }  // namespace starling::config
@@ -674,6 +684,41 @@ TEST(config_listeners, enabled_tls_listener_needs_readable_files) {
                            {"LISTENER_WSS_CLIENT_AUTH", "requested"},
                            {"LISTENER_WSS_TRUST_STORE", self}}),
               "(loaded)");
+}
+
+}  // namespace
+}  // namespace starling::config
+
+namespace starling::config {
+namespace {
+
+TEST(config_redis, defaults_follow_tbmq) {
+    const auto c = load_shipped();
+    EXPECT_EQ(c.redis.connection_type, "standalone");
+    EXPECT_EQ(c.redis.standalone.host, "localhost");
+    EXPECT_EQ(c.redis.standalone.port, 6379);
+    EXPECT_EQ(c.redis.standalone.connect_timeout, 30s);
+    EXPECT_EQ(c.redis.standalone.read_timeout, 60s);
+    EXPECT_EQ(c.redis.db, 0U);
+    EXPECT_EQ(c.redis.username, "");
+    EXPECT_EQ(c.redis.password, "");
+}
+
+TEST(config_redis, tbmq_environment_names_apply) {
+    const auto c = load_shipped({{"REDIS_HOST", "redis.internal"},
+                                 {"REDIS_PORT", "6380"},
+                                 {"REDIS_DB", "3"},
+                                 {"REDIS_USERNAME", "starling"},
+                                 {"REDIS_PASSWORD", "secret:with:colons"},
+                                 {"REDIS_CLIENT_CONNECT_TIMEOUT", "1500"},
+                                 {"REDIS_CLIENT_READ_TIMEOUT", "2500"}});
+    EXPECT_EQ(c.redis.standalone.host, "redis.internal");
+    EXPECT_EQ(c.redis.standalone.port, 6380);
+    EXPECT_EQ(c.redis.db, 3U);
+    EXPECT_EQ(c.redis.username, "starling");
+    EXPECT_EQ(c.redis.password, "secret:with:colons");
+    EXPECT_EQ(c.redis.standalone.connect_timeout, 1500ms);
+    EXPECT_EQ(c.redis.standalone.read_timeout, 2500ms);
 }
 
 }  // namespace

@@ -1,0 +1,172 @@
+#pragma once
+
+// The device inbox's Lua scripts: one per port operation, each atomic on Redis. Loaded with
+// SCRIPT LOAD at connect and called with EVALSHA (NOSCRIPT: load again, retry once).
+//
+// Key layout (TBMQ's, tbmq.md §3.1, so operators recognise it; `P` = the configured prefix):
+//   P{clientId}_messages            ZSET   member = message key name, score = arrival sequence
+//                                          (max score + 1: oldest first by score)
+//   P{clientId}_messages_<packetId> STRING "<pubrel 0|1>|<expires_at_ms>|<record bytes>",
+//                                          PXAT expires_at_ms (the message expires in Redis
+//                                          even if no read ever comes)
+//   P{clientId}_last_packet_id      STRING last packet id assigned (1..65535), no TTL
+// The {clientId} hash tag keeps a client's keys in one Redis Cluster slot. Message keys are
+// derived inside the scripts from KEYS[1] (as TBMQ does): same slot by the hash tag.
+//
+// Expiry is judged against the broker's clock (ARGV now_ms), so the injected clock rules; the
+// Redis TTL is the backstop that frees memory for inboxes nobody reads.
+
+#include <array>
+#include <string_view>
+
+namespace starling::adapters::redis {
+
+enum class inbox_script { append = 0, read, remove, mark_pubrel, clear };
+inline constexpr std::size_t inbox_script_count = 5;
+
+// KEYS: messages, last_packet_id. ARGV: now_ms, max_messages, then (expires_at_ms, record) per
+// entry. Returns {trimmed, id1, id2, ...}.
+//   * entries already expired (expires_at_ms <= now) get an id but are never stored;
+//   * of the rest, only the newest max_messages are stored (the head of an oversized batch
+//     gets ids and counts as trimmed); existing messages are trimmed oldest-first to make
+//     room, and each one whose key still existed counts as trimmed;
+//   * ids continue from last_packet_id, 65535 wraps to 1, and an id whose message key still
+//     exists is skipped (MQTT forbids two in-flight messages with one id; TBMQ overwrote it).
+inline constexpr std::string_view append_script = R"lua(
+local index = KEYS[1]
+local now = tonumber(ARGV[1])
+local limit = tonumber(ARGV[2])
+local n = (#ARGV - 2) / 2
+if n == 0 then
+  return {0}
+end
+local live = 0
+for i = 1, n do
+  if tonumber(ARGV[1 + 2 * i]) > now then
+    live = live + 1
+  end
+end
+local skip = 0
+if live > limit then
+  skip = live - limit
+end
+local trimmed = skip
+local excess = redis.call('ZCARD', index) + (live - skip) - limit
+if excess > 0 then
+  local oldest = redis.call('ZRANGE', index, 0, excess - 1)
+  for _, key in ipairs(oldest) do
+    trimmed = trimmed + redis.call('DEL', key)
+    redis.call('ZREM', index, key)
+  end
+end
+local last = tonumber(redis.call('GET', KEYS[2]) or '0')
+local score = 0
+local top = redis.call('ZRANGE', index, -1, -1, 'WITHSCORES')
+if top[2] then
+  score = tonumber(top[2])
+end
+local out = {trimmed}
+local seen = 0
+for i = 1, n do
+  local id = last
+  local tries = 0
+  repeat
+    id = id % 65535 + 1
+    tries = tries + 1
+    if tries > 65535 then
+      return redis.error_reply('no free packet id')
+    end
+  until redis.call('EXISTS', index .. '_' .. id) == 0
+  last = id
+  local expires = ARGV[1 + 2 * i]
+  if tonumber(expires) > now then
+    seen = seen + 1
+    if seen > skip then
+      local key = index .. '_' .. id
+      score = score + 1
+      redis.call('SET', key, '0|' .. expires .. '|' .. ARGV[2 + 2 * i], 'PXAT', expires)
+      redis.call('ZADD', index, score, key)
+    end
+  end
+  out[#out + 1] = id
+end
+redis.call('SET', KEYS[2], last)
+return out
+)lua";
+
+// KEYS: messages. ARGV: now_ms, max. Returns {id1, value1, id2, value2, ...} oldest first, at
+// most max messages; index entries whose key is gone (Redis TTL) and messages expired by
+// now_ms are removed on the way, as TBMQ repairs the set lazily on read. Walks the set in
+// chunks so a small max on a long inbox does not read it all.
+inline constexpr std::string_view read_script = R"lua(
+local index = KEYS[1]
+local now = tonumber(ARGV[1])
+local max = tonumber(ARGV[2])
+local out = {}
+local found = 0
+local start = 0
+while found < max do
+  local chunk = redis.call('ZRANGE', index, start, start + 99)
+  if #chunk == 0 then
+    break
+  end
+  local removed = 0
+  for _, key in ipairs(chunk) do
+    if found >= max then
+      break
+    end
+    local value = redis.call('GET', key)
+    local expires = value and tonumber(string.match(value, '^%d|(%d+)|'))
+    if not expires or expires <= now then
+      if value then
+        redis.call('DEL', key)
+      end
+      redis.call('ZREM', index, key)
+      removed = removed + 1
+    else
+      found = found + 1
+      out[#out + 1] = tonumber(string.match(key, '_(%d+)$'))
+      out[#out + 1] = value
+    end
+  end
+  start = start + #chunk - removed
+end
+return out
+)lua";
+
+// KEYS: messages. ARGV: packet_id. PUBACK / PUBCOMP; an unknown id is a no-op.
+inline constexpr std::string_view remove_script = R"lua(
+local key = KEYS[1] .. '_' .. ARGV[1]
+redis.call('ZREM', KEYS[1], key)
+redis.call('DEL', key)
+return 1
+)lua";
+
+// KEYS: messages. ARGV: packet_id. PUBREC: flips the flag in place with KEEPTTL, so the marker
+// keeps the message's expiry (TBMQ's SET without EX dropped it). Unknown id: no-op.
+inline constexpr std::string_view mark_pubrel_script = R"lua(
+local key = KEYS[1] .. '_' .. ARGV[1]
+local value = redis.call('GET', key)
+if not value then
+  return 0
+end
+if string.sub(value, 1, 1) ~= '1' then
+  redis.call('SET', key, '1' .. string.sub(value, 2), 'KEEPTTL')
+end
+return 1
+)lua";
+
+// KEYS: messages, last_packet_id. Clean start: every message key, the index and the counter.
+inline constexpr std::string_view clear_script = R"lua(
+local members = redis.call('ZRANGE', KEYS[1], 0, -1)
+for _, key in ipairs(members) do
+  redis.call('DEL', key)
+end
+redis.call('DEL', KEYS[1], KEYS[2])
+return 1
+)lua";
+
+inline constexpr std::array<std::string_view, inbox_script_count> inbox_scripts{
+    append_script, read_script, remove_script, mark_pubrel_script, clear_script};
+
+}  // namespace starling::adapters::redis
