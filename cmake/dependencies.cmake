@@ -13,6 +13,8 @@ find_package(nlohmann_json REQUIRED)
 find_library(STARLING_CRYPT_LIBRARY crypt REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(URCU REQUIRED IMPORTED_TARGET liburcu-memb)
+# libpqxx 6 (Debian libpqxx-dev): the PostgreSQL metadata store (src/adapters/postgres).
+pkg_check_modules(PQXX REQUIRED IMPORTED_TARGET libpqxx)
 if(STARLING_BUILD_TESTS)
     find_package(GTest REQUIRED)
     include(GoogleTest)
