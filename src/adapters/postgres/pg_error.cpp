@@ -30,7 +30,7 @@ class pg_category_impl final : public std::error_category {
             case pg_errc::migration_changed:
                 return "an applied migration differs from the embedded one";
             case pg_errc::unavailable:
-                return "PostgreSQL unreachable";
+                return "cannot connect to PostgreSQL";
             case pg_errc::timed_out:
                 return "PostgreSQL statement timed out";
             case pg_errc::outcome_unknown:

@@ -21,7 +21,7 @@ enum class pg_errc {
     corrupt_record,     // a stored value could not be decoded
     schema_too_new,     // the database was migrated by a newer binary
     migration_changed,  // an applied migration's text differs from the embedded one
-    unavailable,        // no connection to the database (refused, lost, reconnect backoff)
+    unavailable,        // no connection: refused, login rejected, lost, or waiting out the backoff
     timed_out,          // statement_timeout cancelled the statement
     outcome_unknown,    // the connection broke during COMMIT: the change may or may not be in
     query_failed,       // any other error the server reported (logged with its SQLSTATE)
