@@ -37,6 +37,15 @@ else
     failed_steps+=("services")
 fi
 trap 'bash "$root/scripts/services.sh" down kafka >/dev/null 2>&1 || true' EXIT
+# PostgreSQL for the metadata-store contract suite (label postgres; skipped when unset). An
+# instance already answering on the port (a developer's `services.sh up postgres`) is reused;
+# the one started here is left running (tests use their own schemas and drop them).
+if pg_isready -q -h 127.0.0.1 -p "${POSTGRES_PORT:-5432}" || bash scripts/services.sh up postgres; then
+    export STARLING_TEST_POSTGRES="$(bash scripts/services.sh env |
+        sed -n 's/^SPRING_DATASOURCE_URL=//p')"
+else
+    failed_steps+=("services-postgres")
+fi
 
 step "format check"
 if ! bash scripts/format.sh --check; then
