@@ -144,19 +144,42 @@ TEST_F(postgres_metadata_store_test, an_edited_migration_is_refused) {
     EXPECT_EQ(store.error(), std::errc::not_supported) << store.error().message();
 }
 
-TEST_F(postgres_metadata_store_test, unreachable_server_fails_open_clearly) {
-    if (cfg_.host.empty()) {
-        return;  // skipped in SetUp
-    }
-    cfg_.host = "127.0.0.1";
-    cfg_.port = closed_port();
+// Needs no server, so it runs without STARLING_TEST_POSTGRES too.
+TEST(postgres_metadata_store_open, unreachable_server_fails_clearly) {
+    manual_clock clock;
+    config::postgres_metadata_config cfg;
+    cfg.host = "127.0.0.1";
+    cfg.port = closed_port();
+    cfg.database = "starling";
+    cfg.username = "starling";
+    cfg.maximum_pool_size = 2;
+    cfg.connection_timeout = 2000ms;
+    cfg.queue_capacity = 10;
     const auto started = std::chrono::steady_clock::now();
-    auto store = open_postgres_metadata_store(cfg_, clock_);
+    auto store = open_postgres_metadata_store(cfg, clock);
     ASSERT_FALSE(store);
     EXPECT_EQ(store.error(), std::errc::not_connected) << store.error().message();
     EXPECT_EQ(store.error().message(), "cannot connect to PostgreSQL");
     EXPECT_LT(std::chrono::steady_clock::now() - started, 10s);
-    cfg_.schema.clear();  // nothing was created
+}
+
+TEST(postgres_metadata_store_open, unusable_config_is_refused) {
+    manual_clock clock;
+    config::postgres_metadata_config cfg;
+    cfg.host = "127.0.0.1";
+    cfg.port = 5432;
+    cfg.database = "starling";
+    cfg.maximum_pool_size = 1;
+    cfg.queue_capacity = 10;
+    cfg.schema = "no;such schema";
+    auto store = open_postgres_metadata_store(cfg, clock);
+    ASSERT_FALSE(store);
+    EXPECT_EQ(store.error(), std::errc::invalid_argument);
+    cfg.schema.clear();
+    cfg.maximum_pool_size = 0;
+    store = open_postgres_metadata_store(cfg, clock);
+    ASSERT_FALSE(store);
+    EXPECT_EQ(store.error(), std::errc::invalid_argument);
 }
 
 // (A wrong password cannot be tested portably: the dev server trusts loopback logins.)
