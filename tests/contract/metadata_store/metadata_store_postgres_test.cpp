@@ -251,6 +251,26 @@ TEST_F(postgres_metadata_store_test, idle_store_notices_the_lost_database) {
         << "healthy() stayed true with no database and no calls";
 }
 
+TEST_F(postgres_metadata_store_test, statement_timeout_fails_the_call) {
+    if (cfg_.host.empty()) {
+        return;
+    }
+    cfg_.statement_timeout = 300ms;
+    auto store = open_store();
+    ASSERT_TRUE(store);
+    // Another session holds the table, so the store's statement waits until the server
+    // cancels it.
+    pqxx::connection blocker(adapters::postgres::postgres_conninfo(cfg_));
+    pqxx::work lock(blocker);
+    lock.exec("LOCK TABLE admin_settings IN ACCESS EXCLUSIVE MODE");
+    auto st = await<status>([&](auto done) { store->put_setting("k", "1", done); });
+    ASSERT_FALSE(st);
+    EXPECT_EQ(st.error(), std::errc::timed_out) << st.error().message();
+    lock.abort();
+    EXPECT_TRUE(await<status>([&](auto done) { store->put_setting("k", "1", done); }));
+    EXPECT_TRUE(store->healthy());
+}
+
 TEST_F(postgres_metadata_store_test, unauthorized_entries_expire_after_the_ttl) {
     auto store = open_store({.unauthorized_ttl_ms = 1000});
     ASSERT_TRUE(store);
