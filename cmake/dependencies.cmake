@@ -15,6 +15,8 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(URCU REQUIRED IMPORTED_TARGET liburcu-memb)
 # hiredis: the Redis device inbox (src/adapters/redis; Debian libhiredis-dev).
 pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis)
+# libpqxx 6 (Debian libpqxx-dev): the PostgreSQL metadata store (src/adapters/postgres).
+pkg_check_modules(PQXX REQUIRED IMPORTED_TARGET libpqxx)
 if(STARLING_BUILD_TESTS)
     find_package(GTest REQUIRED)
     include(GoogleTest)

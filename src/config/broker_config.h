@@ -16,6 +16,8 @@
 // loader.cpp (and, checked by a test, in config/starling.yml). Use default_config() for a
 // configuration with every default applied. Every struct compares with == (member-wise).
 
+#include "config/postgres_metadata_config.h"
+
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -464,6 +466,15 @@ struct redis_section {
     friend bool operator==(const redis_section&, const redis_section&) = default;
 };
 
+// spring.datasource: the PostgreSQL metadata store of the cluster mode (TBMQ's keys). The
+// connection fields (host, port, database, schema, sslmode, and credentials given in the URL)
+// are resolved from spring.datasource.url.
+struct spring_section {
+    postgres_metadata_config datasource;
+
+    friend bool operator==(const spring_section&, const spring_section&) = default;
+};
+
 // The whole configuration. A plain value: copy it freely; nothing in it changes after
 // loading.
 struct broker_config {
@@ -476,6 +487,7 @@ struct broker_config {
     mqtt_section mqtt;
     security_section security;
     redis_section redis;
+    spring_section spring;
 
     friend bool operator==(const broker_config&, const broker_config&) = default;
 };

@@ -1,6 +1,7 @@
 #include "config/loader.h"
 
 #include "base/assert.h"
+#include "config/datasource_url.h"
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
@@ -403,6 +404,31 @@ binding file_list(key_info info, Access access) {
                 }
                 access(config) = std::move(files);
             }};
+}
+
+// spring.datasource.url: checked here so the error names the key, resolved into host, port,
+// database... by resolve(). The message masks a password written in the URL.
+template <class Access>
+binding datasource_url_text(key_info info, Access access) {
+    return {
+        info, [access](broker_config& config, const raw_value& value) {
+            const auto parsed = parse_datasource_url(value.text);
+            if (!parsed.url) {
+                std::string shown = value.text;
+                const auto scheme_end = shown.find("://");
+                const auto at = shown.rfind('@');
+                if (scheme_end != std::string::npos && at != std::string::npos && at > scheme_end) {
+                    const auto colon = shown.find(':', scheme_end + 3);
+                    if (colon != std::string::npos && colon < at) {
+                        shown.replace(colon + 1, at - colon - 1, "***");
+                    }
+                }
+                raw_value masked = value;
+                masked.text = shown;
+                reject(masked, parsed.why);
+            }
+            access(config) = value.text;
+        }};
 }
 
 // --- string checks
@@ -838,6 +864,28 @@ const std::vector<binding>& bindings() {
         integer({"redis.db", "REDIS_DB", "0"}, FIELD(redis.db), {.min = 0, .max = 65535}),
         text({"redis.username", "REDIS_USERNAME", ""}, FIELD(redis.username)),
         text({"redis.password", "REDIS_PASSWORD", ""}, FIELD(redis.password)),
+        // --- spring.datasource (PostgreSQL metadata store, cluster mode)
+        datasource_url_text({"spring.datasource.url", "SPRING_DATASOURCE_URL",
+                             "jdbc:postgresql://localhost:5432/starling"},
+                            FIELD(spring.datasource.url)),
+        text({"spring.datasource.username", "SPRING_DATASOURCE_USERNAME", "postgres"},
+             FIELD(spring.datasource.username)),
+        text({"spring.datasource.password", "SPRING_DATASOURCE_PASSWORD", "postgres"},
+             FIELD(spring.datasource.password)),
+        integer({"spring.datasource.hikari.maximumPoolSize", "SPRING_DATASOURCE_MAXIMUM_POOL_SIZE",
+                 "8"},
+                FIELD(spring.datasource.maximum_pool_size),
+                {.min = 1, .max = 256, .note = "one connection and one thread each"}),
+        integer({"spring.datasource.hikari.connectionTimeout",
+                 "SPRING_DATASOURCE_CONNECTION_TIMEOUT_MS", "10000"},
+                FIELD(spring.datasource.connection_timeout),
+                {.min = 1000, .max = 600000, .unit = "ms"}),
+        integer({"spring.datasource.statement-timeout-ms", "SPRING_DATASOURCE_STATEMENT_TIMEOUT_MS",
+                 "30000"},
+                FIELD(spring.datasource.statement_timeout),
+                {.min = 0, .max = 3600000, .unit = "ms", .note = "0 = no timeout"}),
+        integer({"spring.datasource.queue-capacity", "SPRING_DATASOURCE_QUEUE_CAPACITY", "10000"},
+                FIELD(spring.datasource.queue_capacity), {.min = 1, .max = 1000000}),
     };
     return table;
 }
@@ -995,6 +1043,9 @@ void cross_check(const broker_config& config) {
 }
 
 void resolve(broker_config& config) {
+    // Checked by its binding already, so this cannot fail here.
+    [[maybe_unused]] const auto url_problem = apply_datasource_url(config.spring.datasource);
+    STARLING_ASSERT(!url_problem);
     if (config.service.id.empty()) {
         config.service.id = host_name();
         if (config.service.id.empty()) {
