@@ -10,7 +10,8 @@
 //   - QoS 1/2 copy for a persistent session → msg.persisted (key = client id); the
 //     persisted_consumer appends it to the client's device inbox;
 //   - anything else → the live actor's mailbox, or dropped and counted (offline, not writable,
-//     mailbox full).
+//     mailbox full); in cluster mode, a client whose session is connected on another node gets
+//     the copy through msg.downlink.basic.<owner> (downlink_consumer.h on that node).
 // Offsets are committed once every msg.persisted write of the batch was acknowledged, so a
 // crash re-routes what was not yet handed on (at least once).
 //
@@ -19,6 +20,7 @@
 
 #include "broker/message.h"
 #include "metrics/routing_probe.h"
+#include "mqtt/qos.h"
 #include "starling/message_log.h"
 
 #include <atomic>
@@ -51,6 +53,10 @@ class publish_router {
     struct target;
     void run(std::size_t index, log_consumer* consumer);
     void deliver(const message_ptr& msg, const target& t, batch& b);
+    // Cluster mode: produces the copy to msg.downlink.basic.<owner> when the client's session
+    // is connected on another node; false when it is not (the copy is then offline here).
+    bool forward_to_owner(const message_ptr& msg, const target& t, mqtt::qos qos, bool retain,
+                          batch& b);
     std::size_t pick_shared_member(const std::string& group_key, std::size_t members);
 
     broker_core& core_;
