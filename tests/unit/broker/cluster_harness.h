@@ -151,8 +151,10 @@ class cluster_harness {
     cluster_harness& operator=(const cluster_harness&) = delete;
 
     // Builds and starts node `node_id` in cluster mode (state snapshot, follower, downlink
-    // consumers, routers). Returns once it would open its listeners.
-    node& start_node(const std::string& node_id) {
+    // consumers, routers). Returns once it would open its listeners. `adjust` may change the
+    // node's settings (node_id and cluster are set before it runs).
+    node& start_node(const std::string& node_id,
+                     const std::function<void(settings&)>& adjust = {}) {
         auto m = std::make_unique<member>();
         const auto dir = dir_.path() / node_id;
         std::filesystem::create_directories(dir);
@@ -169,6 +171,9 @@ class cluster_harness {
         settings s = base_;
         s.node_id = node_id;
         s.cluster = true;
+        if (adjust) {
+            adjust(s);
+        }
         m->n = std::make_unique<node>(s, *log_, *m->inbox, *m->metadata, m->metrics, 1);
         m->n->start();
         auto& result = *m->n;

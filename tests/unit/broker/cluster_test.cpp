@@ -90,6 +90,33 @@ TEST_F(cluster_fixture, late_joiner_routes_to_existing_subscribers_and_serves_re
     EXPECT_TRUE(retained.retain);
 }
 
+TEST_F(cluster_fixture, persistent_device_on_b_gets_copies_through_its_own_inbox) {
+    cluster_.start_node("a");
+    // b reads no msg.persisted partition: every copy for its device is read on a and must be
+    // forwarded through msg.downlink.persisted.b into b's inbox.
+    cluster_.start_node("b", [](settings& s) { s.msg_persisted_consumers = 0; });
+    auto dev = cluster_.connect("b", "dev", false, 3600);
+    cluster_.subscribe(dev, "d/#", mqtt::qos::at_least_once);
+    ASSERT_TRUE(
+        cluster_harness::eventually([&] { return cluster_.routes_to("a", "d/1", "dev", "b"); }));
+    auto pub = cluster_.connect("a", "pub");
+    cluster_.publish(pub, "d/1", "live", mqtt::qos::at_least_once, 1);
+    auto got = cluster_.receive(dev);
+    EXPECT_EQ(got.payload, "live");
+    EXPECT_EQ(got.qos, mqtt::qos::at_least_once);
+
+    // Offline: the copy waits in b's inbox (whichever node's msg.persisted consumer read it).
+    cluster_.send(dev, mqtt::disconnect{});
+    ASSERT_TRUE(cluster_harness::eventually([&] {
+        auto s = cluster_.at("a").core().sessions().find_session("dev");
+        return s && !s->connected && s->node_id == "b";
+    }));
+    cluster_.publish(pub, "d/2", "queued", mqtt::qos::at_least_once, 2);
+    auto again = cluster_.connect("b", "dev", false, 3600, true);
+    auto queued = cluster_.receive(again);
+    EXPECT_EQ(queued.payload, "queued");
+}
+
 TEST_F(cluster_fixture, unsubscribe_on_b_stops_delivery_from_a) {
     cluster_.start_node("a");
     cluster_.start_node("b");
