@@ -191,6 +191,9 @@ void publish_router::route(const message_ptr& msg, batch& b) {
             auto actor = core_.sessions().find_actor(candidate.client_id);
             if (actor && actor->connected() && actor->writable()) {
                 pick = &candidate;
+            } else if (core_.cfg().cluster && (!actor || !actor->connected()) &&
+                       connected_elsewhere(candidate.client_id)) {
+                pick = &candidate;  // a member connected on another node (forwarded)
             } else if (persistent_pick == nullptr && msg->qos != mqtt::qos::at_most_once &&
                        candidate.qos != 0) {
                 auto session = core_.sessions().find_session(candidate.client_id);
@@ -230,11 +233,16 @@ void publish_router::route(const message_ptr& msg, batch& b) {
     }
 }
 
+bool publish_router::connected_elsewhere(const std::string& client_id) const {
+    auto session = core_.sessions().find_session(client_id);
+    return session && session->connected && !session->node_id.empty() &&
+           session->node_id != core_.cfg().node_id;
+}
+
 bool publish_router::forward_to_owner(const message_ptr& msg, const target& t, mqtt::qos qos,
                                       bool retain, batch& b) {
     auto session = core_.sessions().find_session(t.client_id);
-    if (!session || !session->connected || session->node_id.empty() ||
-        session->node_id == core_.cfg().node_id) {
+    if (!session || !connected_elsewhere(t.client_id)) {
         return false;
     }
     // The owner's downlink consumer hands this to the actor as this router would have.

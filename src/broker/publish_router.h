@@ -6,7 +6,8 @@
 // "msg-all-consumer-group", reads msg.all. For each record it matches the topic in the
 // subscription trie (lock-free), merges overlapping subscriptions of one client (highest QoS,
 // every subscription identifier), applies No Local and Retain As Published, picks one member
-// per shared-subscription group (round-robin among connected members), and routes each copy:
+// per shared-subscription group (round-robin among connected members, on this node or, in
+// cluster mode, connected on another node per the session mirror), and routes each copy:
 //   - QoS 1/2 copy for a persistent session → msg.persisted (key = client id); the
 //     persisted_consumer appends it to the client's device inbox;
 //   - anything else → the live actor's mailbox, or dropped and counted (offline, not writable,
@@ -57,6 +58,8 @@ class publish_router {
     // is connected on another node; false when it is not (the copy is then offline here).
     bool forward_to_owner(const message_ptr& msg, const target& t, mqtt::qos qos, bool retain,
                           batch& b);
+    // Cluster mode: the mirrored session of the client is connected on another node.
+    bool connected_elsewhere(const std::string& client_id) const;
     std::size_t pick_shared_member(const std::string& group_key, std::size_t members);
 
     broker_core& core_;

@@ -27,8 +27,9 @@
 // caller's thread. Batches are bounded by the consumer's max_poll_records; records are applied
 // on the follower thread, no queue in between.
 // Lifecycle: built by broker::node in cluster mode; start() after the snapshot, before the
-// msg.all consumers; stop() wakes and joins the thread (idempotent). Must outlive nothing: it
-// borrows the core and the attached blocked_clients_log.
+// msg.all consumers; stop() wakes and joins the thread (idempotent).
+// Ownership: borrows the core and the attached blocked_clients_log; an attached log must stay
+// alive until it is detached (attach_blocked(nullptr)) or the follower stopped.
 
 #include "base/result.h"
 #include "starling/message_log.h"

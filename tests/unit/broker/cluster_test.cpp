@@ -117,6 +117,25 @@ TEST_F(cluster_fixture, persistent_device_on_b_gets_copies_through_its_own_inbox
     EXPECT_EQ(queued.payload, "queued");
 }
 
+TEST_F(cluster_fixture, shared_group_members_on_two_nodes_take_turns) {
+    cluster_.start_node("a");
+    cluster_.start_node("b");
+    auto m1 = cluster_.connect("a", "m1");
+    auto m2 = cluster_.connect("b", "m2");
+    cluster_.subscribe(m1, "$share/g/s", mqtt::qos::at_least_once);
+    cluster_.subscribe(m2, "$share/g/s", mqtt::qos::at_least_once);
+    // Both routers see both members (the msg.all partition may be read on either node).
+    ASSERT_TRUE(cluster_harness::eventually([&] {
+        return cluster_.routes_to("a", "s", "m2", "b") && cluster_.routes_to("b", "s", "m1", "a");
+    }));
+    auto pub = cluster_.connect("a", "pub");
+    cluster_.publish(pub, "s", "one", mqtt::qos::at_least_once, 1);
+    cluster_.publish(pub, "s", "two", mqtt::qos::at_least_once, 2);
+    // Round-robin over the members sorted by client id: m1 first, then m2 on the other node.
+    EXPECT_EQ(cluster_.receive(m1).payload, "one");
+    EXPECT_EQ(cluster_.receive(m2).payload, "two");
+}
+
 TEST_F(cluster_fixture, unsubscribe_on_b_stops_delivery_from_a) {
     cluster_.start_node("a");
     cluster_.start_node("b");
