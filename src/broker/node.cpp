@@ -29,6 +29,7 @@ node::node(settings cfg, message_log& log, device_inbox& inbox, metadata_store& 
             *core_, persisted_consumer::options{.topic = core_->topics().downlink_persisted(self),
                                                 .group_id = self + "-downlink-persisted",
                                                 .consumers = 1,
+                                                .instance_name = "downlink-persisted",
                                                 .forward = false});
     }
 }

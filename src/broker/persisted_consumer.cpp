@@ -31,7 +31,7 @@ status persisted_consumer::start() {
     for (std::int32_t i = 0; i < opts_.consumers; ++i) {
         consumer_spec spec;
         spec.group_id = opts_.group_id;
-        spec.instance_id = cfg.node_id + "-" + opts_.topic + "-" + std::to_string(i);
+        spec.instance_id = cfg.node_id + "-" + opts_.instance_name + "-" + std::to_string(i);
         spec.topics = {opts_.topic};
         spec.reset = offset_reset::earliest;
         spec.max_poll_records = 1000;

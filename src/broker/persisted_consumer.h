@@ -36,6 +36,7 @@ class persisted_consumer {
         std::string topic;     // msg.persisted or msg.downlink.persisted.<node>
         std::string group_id;  // consumer group
         std::int32_t consumers = 1;
+        std::string instance_name = "persisted";  // static member ids "<node>-<name>-<i>"
         bool forward = false;  // forward copies of sessions on other nodes (cluster mode)
     };
     // The msg.persisted consumers (group device-persisted-msg-consumer-group, forwarding in
