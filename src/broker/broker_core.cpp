@@ -87,7 +87,7 @@ void broker_core::publish(message_ptr msg, std::function<void(status)> done) {
         to_proto(*msg, *rm.mutable_msg());
         retained_value = rm.SerializeAsString();
     }
-    log_.produce(topics_.msg_retained(), msg->topic, std::move(retained_value), {},
+    log_.produce(topics_.msg_retained(), msg->topic, std::move(retained_value), origin_headers(),
                  [this, join, msg, erase](result<produce_ack> r) {
                      if (r) {
                          if (erase) {
@@ -113,14 +113,14 @@ void broker_core::write_session(const session_record& record, std::function<void
     s.set_connected_at_ms(record.connected_at_ms);
     s.set_disconnected_at_ms(record.disconnected_at_ms);
     s.set_client_type("DEVICE");
-    log_.produce(topics_.client_session(), record.client_id, s.SerializeAsString(), {},
-                 [done = std::move(done)](result<produce_ack> r) {
+    log_.produce(topics_.client_session(), record.client_id, s.SerializeAsString(),
+                 origin_headers(), [done = std::move(done)](result<produce_ack> r) {
                      done(r ? status{} : status{r.error()});
                  });
 }
 
 void broker_core::delete_session(const std::string& client_id, std::function<void(status)> done) {
-    log_.produce(topics_.client_session(), client_id, std::string(), {},
+    log_.produce(topics_.client_session(), client_id, std::string(), origin_headers(),
                  [done = std::move(done)](result<produce_ack> r) {
                      done(r ? status{} : status{r.error()});
                  });
@@ -128,10 +128,14 @@ void broker_core::delete_session(const std::string& client_id, std::function<voi
 
 void broker_core::write_subscriptions(const std::string& client_id, std::string serialized_set,
                                       std::function<void(status)> done) {
-    log_.produce(topics_.client_subscriptions(), client_id, std::move(serialized_set), {},
-                 [done = std::move(done)](result<produce_ack> r) {
+    log_.produce(topics_.client_subscriptions(), client_id, std::move(serialized_set),
+                 origin_headers(), [done = std::move(done)](result<produce_ack> r) {
                      done(r ? status{} : status{r.error()});
                  });
+}
+
+std::vector<log_header> broker_core::origin_headers() const {
+    return {log_header{std::string(origin_node_header), cfg_.node_id}};
 }
 
 void broker_core::refresh_gauges() {

@@ -31,6 +31,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace starling::proto {
 class client_subscriptions;
@@ -76,6 +77,9 @@ class broker_core {
     // Writes the client's whole subscription set to client.subscriptions.
     void write_subscriptions(const std::string& client_id, std::string serialized_set,
                              std::function<void(status)> done);
+
+    // The origin-node header (topics.h) every state record of this node carries.
+    std::vector<log_header> origin_headers() const;
 
     // Authentication and blocked clients, built by the daemon. Set before listeners open and
     // never changed afterwards; null = every client allowed (unit tests without security).

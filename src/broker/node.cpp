@@ -7,6 +7,7 @@
 #include "proto/starling.pb.h"
 #include <spdlog/spdlog.h>
 
+#include <iterator>
 #include <stdexcept>
 
 namespace starling::broker {
@@ -20,6 +21,24 @@ node::node(settings cfg, message_log& log, device_inbox& inbox, metadata_store& 
                                           timers_, metrics.broker(), metrics.log(), clock);
     router_ = std::make_unique<publish_router>(*core_, metrics.routing());
     persisted_ = std::make_unique<persisted_consumer>(*core_);
+    if (core_->cfg().cluster) {
+        const auto& self = core_->cfg().node_id;
+        follower_ = std::make_unique<state_follower>(*core_);
+        downlink_ = std::make_unique<downlink_consumer>(*core_);
+        downlink_persisted_ = std::make_unique<persisted_consumer>(
+            *core_, persisted_consumer::options{
+                        .topic = core_->topics().downlink_persisted(self),
+                        .group_id = core_->topics().group(self + "-downlink-persisted"),
+                        .consumers = 1,
+                        .instance_name = "downlink-persisted",
+                        .forward = false});
+    }
+}
+
+void node::follow_blocked(blocked_clients_log* blocked) {
+    if (follower_) {
+        follower_->attach_blocked(blocked);
+    }
 }
 
 node::~node() {
@@ -38,7 +57,16 @@ status node::create_topics() {
         {t.client_session(), 1, -1, -1, true},
         {t.client_subscriptions(), 1, -1, -1, true},
     };
-    for (const auto& spec : specs) {
+    std::vector<topic_spec> all(std::begin(specs), std::end(specs));
+    if (cfg.cluster) {
+        // The follower reads client.blocked whether or not a block list is attached yet.
+        all.push_back({t.client_blocked(), 1, -1, -1, true});
+        all.push_back({t.downlink_basic(cfg.node_id), cfg.downlink_partitions,
+                       cfg.msg_all_retention_ms, -1, false});
+        all.push_back({t.downlink_persisted(cfg.node_id), cfg.downlink_partitions,
+                       cfg.msg_all_retention_ms, -1, false});
+    }
+    for (const auto& spec : all) {
         if (auto st = core_->log().create_topic(spec); !st) {
             spdlog::error("cannot create topic {}: {}", spec.name, st.error().message());
             return st;
@@ -47,17 +75,20 @@ status node::create_topics() {
     return {};
 }
 
-status node::load_state() {
+status node::load_state(std::vector<std::pair<topic_partition, std::int64_t>>& follow_from) {
     auto& core = *core_;
     const auto& t = core.topics();
-    const auto group = core.cfg().node_id + "-state-" + std::to_string(core.now_ms());
+    const auto& self = core.cfg().node_id;
+    const bool cluster = core.cfg().cluster;
+    const auto group = t.group(self + "-state-" + std::to_string(core.now_ms()));
     const auto timeout = std::chrono::minutes(5);
 
-    auto retained = load_compacted_topic(core.log(), t.msg_retained(), group, timeout);
-    if (!retained) {
-        return retained.error();
+    auto retained_snapshot = load_compacted_snapshot(core.log(), t.msg_retained(), group, timeout);
+    if (!retained_snapshot) {
+        return retained_snapshot.error();
     }
-    for (auto& [topic, value] : retained.value()) {
+    auto& retained = retained_snapshot.value();
+    for (auto& [topic, value] : retained.state) {
         proto::retained_msg rm;
         if (!rm.ParseFromString(value)) {
             continue;
@@ -68,30 +99,50 @@ status node::load_state() {
         }
     }
 
-    auto sessions = load_compacted_topic(core.log(), t.client_session(), group, timeout);
-    if (!sessions) {
-        return sessions.error();
+    auto sessions_snapshot =
+        load_compacted_snapshot(core.log(), t.client_session(), group, timeout);
+    if (!sessions_snapshot) {
+        return sessions_snapshot.error();
     }
-    auto subscriptions = load_compacted_topic(core.log(), t.client_subscriptions(), group, timeout);
-    if (!subscriptions) {
-        return subscriptions.error();
+    auto subscriptions_snapshot =
+        load_compacted_snapshot(core.log(), t.client_subscriptions(), group, timeout);
+    if (!subscriptions_snapshot) {
+        return subscriptions_snapshot.error();
     }
+    for (auto* snap : {&retained, &sessions_snapshot.value(), &subscriptions_snapshot.value()}) {
+        follow_from.insert(follow_from.end(), snap->next_offsets.begin(), snap->next_offsets.end());
+    }
+    auto& sessions = sessions_snapshot.value().state;
+    auto& subscriptions = subscriptions_snapshot.value().state;
+    const auto& subscription_origin = subscriptions_snapshot.value().origin;
     const std::int64_t now = core.now_ms();
     std::size_t restored = 0;
+    std::size_t mirrored = 0;
     auto restores = std::make_shared<countdown>();
-    for (auto& [client_id, value] : sessions.value()) {
+    for (auto& [client_id, value] : sessions) {
         proto::client_session s;
-        if (!s.ParseFromString(value) || !s.persistent()) {
+        const bool readable = s.ParseFromString(value);
+        if (cluster && readable && s.node_id() != self) {
+            // Another node's client: mirrored, never restored or deleted here.
+            follower_->apply_session(client_id, value, s.node_id());
+            if (auto it = subscriptions.find(client_id); it != subscriptions.end()) {
+                follower_->apply_subscriptions(client_id, it->second, s.node_id());
+                subscriptions.erase(it);
+            }
+            ++mirrored;
+            continue;
+        }
+        if (!readable || !s.persistent()) {
             // A non-persistent session does not survive the node: forget it.
             core.delete_session(client_id, [](status) {});
             core.write_subscriptions(client_id, std::string(), [](status) {});
-            subscriptions.value().erase(client_id);
+            subscriptions.erase(client_id);
             continue;
         }
         const bool was_connected = s.connected();
         const std::int64_t disconnected_at = was_connected ? now : s.disconnected_at_ms();
         std::vector<stored_subscription> subs;
-        if (auto it = subscriptions.value().find(client_id); it != subscriptions.value().end()) {
+        if (auto it = subscriptions.find(client_id); it != subscriptions.end()) {
             proto::client_subscriptions set;
             if (set.ParseFromString(it->second)) {
                 for (const auto& ts : set.subscriptions()) {
@@ -110,7 +161,7 @@ status node::load_state() {
                     subs.push_back(std::move(sub));
                 }
             }
-            subscriptions.value().erase(it);
+            subscriptions.erase(it);
         }
         core.sessions().put_session(
             session_record{.client_id = client_id,
@@ -129,12 +180,22 @@ status node::load_state() {
     if (!restores->wait_until(std::chrono::steady_clock::now() + timeout)) {
         return std::make_error_code(std::errc::timed_out);
     }
-    // Subscription sets without a session are leftovers of sessions that ended.
-    for (auto& [client_id, value] : subscriptions.value()) {
+    // Subscription sets without a session are leftovers of sessions that ended. In a cluster
+    // only this node's own leftovers are removed; another node's set may belong to a session
+    // whose record is still on its way, so it is mirrored.
+    for (auto& [client_id, value] : subscriptions) {
+        auto origin = subscription_origin.find(client_id);
+        const std::string written_by = origin == subscription_origin.end() ? "" : origin->second;
+        if (cluster && written_by != self) {
+            follower_->apply_subscriptions(client_id, value, written_by);
+            continue;
+        }
         core.write_subscriptions(client_id, std::string(), [](status) {});
     }
-    spdlog::info("restored {} persistent sessions, {} retained messages", restored,
-                 core.retained().size());
+    spdlog::info(
+        "restored {} persistent sessions, {} retained messages; mirrored {} sessions of "
+        "other nodes",
+        restored, core.retained().size(), mirrored);
     return {};
 }
 
@@ -144,8 +205,24 @@ void node::start() {
     if (auto st = create_topics(); !st) {
         throw std::runtime_error("message log: cannot create topics: " + st.error().message());
     }
-    if (auto st = load_state(); !st) {
+    std::vector<std::pair<topic_partition, std::int64_t>> follow_from;
+    if (auto st = load_state(follow_from); !st) {
         throw std::runtime_error("cannot load broker state: " + st.error().message());
+    }
+    if (follower_) {
+        // Before the msg.all consumers: a copy routed here must find the mirror current and
+        // this node's downlink topics read.
+        if (auto st = follower_->start(std::move(follow_from)); !st) {
+            throw std::runtime_error("cannot start the state follower: " + st.error().message());
+        }
+        if (auto st = downlink_->start(); !st) {
+            throw std::runtime_error("cannot start the msg.downlink.basic consumer: " +
+                                     st.error().message());
+        }
+        if (auto st = downlink_persisted_->start(); !st) {
+            throw std::runtime_error("cannot start the msg.downlink.persisted consumer: " +
+                                     st.error().message());
+        }
     }
     if (auto st = router_->start(); !st) {
         throw std::runtime_error("cannot start msg.all consumers: " + st.error().message());
@@ -192,6 +269,11 @@ void node::stop(std::chrono::milliseconds timeout) {
     (void)core_->log().flush(std::max(left, std::chrono::milliseconds(100)));
     router_->stop();
     persisted_->stop();
+    if (follower_) {
+        downlink_->stop();
+        downlink_persisted_->stop();
+        follower_->stop();
+    }
     gauges_.reset();
     timers_.stop();
     dispatcher_.stop();

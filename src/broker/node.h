@@ -5,21 +5,26 @@
 // The composition root (src/app) chooses the adapters (embedded or cluster) and the listeners.
 //
 // Start-up order: create topics → load state snapshots (retained, sessions, subscriptions) →
-// restore offline persistent sessions → start router and consumers. Only then may listeners
-// open. Shutdown: stop accepting (listeners, outside) → tell every actor to shut down (v5
-// clients get DISCONNECT 0x8B) → flush the log → stop consumers, timers and the dispatcher.
+// restore offline persistent sessions → (cluster mode: start the state follower and the
+// downlink consumers) → start router and consumers. Only then may listeners open. Shutdown: stop
+// accepting (listeners, outside) → tell every actor to shut down (v5 clients get DISCONNECT 0x8B) →
+// flush the log → stop consumers, timers and the dispatcher.
 
 #include "actor/dispatcher.h"
 #include "actor/timer_service.h"
 #include "base/result.h"
 #include "broker/broker_core.h"
+#include "broker/downlink_consumer.h"
 #include "broker/persisted_consumer.h"
 #include "broker/publish_router.h"
 #include "broker/settings.h"
+#include "broker/state_follower.h"
 #include "metrics/registry.h"
 
 #include <chrono>
 #include <memory>
+#include <utility>
+#include <vector>
 
 namespace starling::broker {
 
@@ -37,9 +42,17 @@ class node {
 
     broker_core& core() { return *core_; }
 
+    // Cluster mode: client.blocked records read by the state follower go to `blocked` from now
+    // on (the records read before are applied at once). No-op in embedded mode. Any thread.
+    void follow_blocked(blocked_clients_log* blocked);
+
+    // Cluster mode only (null otherwise); for tests and metrics.
+    const state_follower* follower() const { return follower_.get(); }
+    const downlink_consumer* downlink() const { return downlink_.get(); }
+
   private:
     status create_topics();
-    status load_state();
+    status load_state(std::vector<std::pair<topic_partition, std::int64_t>>& follow_from);
 
     metrics::registry& metrics_;
     actor::dispatcher dispatcher_;
@@ -47,6 +60,10 @@ class node {
     std::unique_ptr<broker_core> core_;
     std::unique_ptr<publish_router> router_;
     std::unique_ptr<persisted_consumer> persisted_;
+    // Cluster mode only.
+    std::unique_ptr<state_follower> follower_;
+    std::unique_ptr<downlink_consumer> downlink_;
+    std::unique_ptr<persisted_consumer> downlink_persisted_;
     metrics::refresher_handle gauges_;
     bool started_ = false;
 };

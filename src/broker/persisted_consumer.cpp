@@ -7,24 +7,33 @@
 #include "proto/starling.pb.h"
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <map>
 #include <mutex>
 
 namespace starling::broker {
 
-persisted_consumer::persisted_consumer(broker_core& core) : core_(core) {}
+persisted_consumer::persisted_consumer(broker_core& core)
+    : persisted_consumer(
+          core, options{.topic = core.topics().msg_persisted(),
+                        .group_id = core.topics().group("device-persisted-msg-consumer-group"),
+                        .consumers = core.cfg().msg_persisted_consumers,
+                        .forward = core.cfg().cluster}) {}
+
+persisted_consumer::persisted_consumer(broker_core& core, options opts)
+    : core_(core), opts_(std::move(opts)) {}
 
 persisted_consumer::~persisted_consumer() { stop(); }
 
 status persisted_consumer::start() {
     const auto& cfg = core_.cfg();
     running_.store(true);
-    for (std::int32_t i = 0; i < cfg.msg_persisted_consumers; ++i) {
+    for (std::int32_t i = 0; i < opts_.consumers; ++i) {
         consumer_spec spec;
-        spec.group_id = core_.topics().group("device-persisted-msg-consumer-group");
-        spec.instance_id = cfg.node_id + "-persisted-" + std::to_string(i);
-        spec.topics = {core_.topics().msg_persisted()};
+        spec.group_id = opts_.group_id;
+        spec.instance_id = cfg.node_id + "-" + opts_.instance_name + "-" + std::to_string(i);
+        spec.topics = {opts_.topic};
         spec.reset = offset_reset::earliest;
         spec.max_poll_records = 1000;
         auto consumer = core_.log().create_consumer(spec);
@@ -61,7 +70,7 @@ void persisted_consumer::run(std::size_t index, log_consumer* consumer) {
     while (running_.load(std::memory_order_acquire)) {
         auto polled = consumer->poll(core_.cfg().poll_interval);
         if (!polled) {
-            spdlog::warn("msg.persisted consumer {}: poll failed: {}", index,
+            spdlog::warn("{} consumer {}: poll failed: {}", opts_.topic, index,
                          polled.error().message());
             continue;
         }
@@ -71,24 +80,45 @@ void persisted_consumer::run(std::size_t index, log_consumer* consumer) {
         }
         if (!write_batch(records)) {
             rewind_batch(*consumer, records);
-            spdlog::warn("msg.persisted consumer {}: inbox write failed, retrying in {} ms", index,
-                         backoff.count());
+            spdlog::warn("{} consumer {}: inbox write failed, retrying in {} ms", opts_.topic,
+                         index, backoff.count());
             std::this_thread::sleep_for(backoff);  // retry backoff while the store is down
             backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
             continue;
         }
         backoff = std::chrono::milliseconds(100);
         if (auto st = commit_batch(*consumer, records); !st) {
-            spdlog::warn("msg.persisted consumer {}: commit failed: {}", index,
+            spdlog::warn("{} consumer {}: commit failed: {}", opts_.topic, index,
                          st.error().message());
         }
     }
 }
 
 bool persisted_consumer::write_batch(std::vector<log_record>& records) {
+    // Copies of sessions that live on another node go there (its inbox is its own).
+    // A connected local actor wins over the mirror (its session record may still be in flight).
+    std::vector<std::pair<log_record*, std::string>> remote;  // record, owner node
+    if (opts_.forward) {
+        const auto& self = core_.cfg().node_id;
+        for (auto& rec : records) {
+            auto session = core_.sessions().find_session(rec.key);
+            if (!session || session->node_id.empty() || session->node_id == self) {
+                continue;
+            }
+            auto actor = core_.sessions().find_actor(rec.key);
+            if (!actor || !actor->connected()) {
+                remote.emplace_back(&rec, session->node_id);
+            }
+        }
+    }
+    const bool forwarded = forward(remote);
     // Group by client, keeping each client's order (one partition per client id).
     std::map<std::string, std::vector<inbox_entry>> by_client;
     for (auto& rec : records) {
+        if (std::any_of(remote.begin(), remote.end(),
+                        [&](const auto& r) { return r.first == &rec; })) {
+            continue;
+        }
         proto::persisted_msg pm;
         if (!pm.ParseFromString(rec.value)) {
             spdlog::error("msg.persisted: unreadable record at offset {}", rec.offset);
@@ -132,6 +162,34 @@ bool persisted_consumer::write_batch(std::vector<log_record>& records) {
         if (auto actor = core_.sessions().find_actor(id)) {
             actor->tell_control(client_msg::inbox_signal{});
         }
+    }
+    return ok && forwarded;
+}
+
+bool persisted_consumer::forward(const std::vector<std::pair<log_record*, std::string>>& records) {
+    if (records.empty()) {
+        return true;
+    }
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::size_t outstanding = records.size();
+    bool ok = true;
+    for (const auto& [rec, owner] : records) {
+        core_.log().produce(core_.topics().downlink_persisted(owner), rec->key, rec->value, {},
+                            [&](result<produce_ack> r) {
+                                std::lock_guard lock(mutex);
+                                if (!r) {
+                                    ok = false;
+                                }
+                                if (--outstanding == 0) {
+                                    cv.notify_all();
+                                }
+                            });
+    }
+    std::unique_lock lock(mutex);
+    cv.wait(lock, [&] { return outstanding == 0; });
+    if (!ok) {
+        spdlog::warn("{}: forwarding to the owner node failed", opts_.topic);
     }
     return ok;
 }

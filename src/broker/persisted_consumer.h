@@ -8,6 +8,12 @@
 // unreachable) the consumer seeks back to the batch start and retries with backoff, so a
 // restarted inbox store loses nothing (appends are at least once).
 //
+// Cluster mode: the device inbox is node-local (until the Redis inbox, issue 4), so a copy for a
+// client whose session lives on another node (session_registry mirror) is forwarded to
+// msg.downlink.persisted.<owner> instead; the batch commits once the forwards were acknowledged
+// too. That node runs a second instance of this class on its downlink topic (`forward` off),
+// which appends to its own inbox and signals the actor.
+//
 // Threads: its own consumer threads (queue.device-persisted-msg.consumers-count).
 
 #include "base/result.h"
@@ -15,7 +21,9 @@
 
 #include <atomic>
 #include <memory>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace starling::broker {
@@ -24,7 +32,17 @@ class broker_core;
 
 class persisted_consumer {
   public:
+    struct options {
+        std::string topic;     // msg.persisted or msg.downlink.persisted.<node>
+        std::string group_id;  // consumer group
+        std::int32_t consumers = 1;
+        std::string instance_name = "persisted";  // static member ids "<node>-<name>-<i>"
+        bool forward = false;  // forward copies of sessions on other nodes (cluster mode)
+    };
+    // The msg.persisted consumers (group device-persisted-msg-consumer-group, forwarding in
+    // cluster mode).
     explicit persisted_consumer(broker_core& core);
+    persisted_consumer(broker_core& core, options opts);
     ~persisted_consumer();
 
     status start();
@@ -33,8 +51,11 @@ class persisted_consumer {
   private:
     void run(std::size_t index, log_consumer* consumer);
     bool write_batch(std::vector<log_record>& records);
+    // Produces each record to its owner node's downlink topic; true when all were acknowledged.
+    bool forward(const std::vector<std::pair<log_record*, std::string>>& records);
 
     broker_core& core_;
+    options opts_;
     std::atomic<bool> running_{false};
     std::vector<std::unique_ptr<log_consumer>> consumers_;
     std::vector<std::thread> threads_;

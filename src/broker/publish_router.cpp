@@ -191,6 +191,9 @@ void publish_router::route(const message_ptr& msg, batch& b) {
             auto actor = core_.sessions().find_actor(candidate.client_id);
             if (actor && actor->connected() && actor->writable()) {
                 pick = &candidate;
+            } else if (core_.cfg().cluster && (!actor || !actor->connected()) &&
+                       connected_elsewhere(candidate.client_id)) {
+                pick = &candidate;  // a member connected on another node (forwarded)
             } else if (persistent_pick == nullptr && msg->qos != mqtt::qos::at_most_once &&
                        candidate.qos != 0) {
                 auto session = core_.sessions().find_session(candidate.client_id);
@@ -230,6 +233,42 @@ void publish_router::route(const message_ptr& msg, batch& b) {
     }
 }
 
+bool publish_router::connected_elsewhere(const std::string& client_id) const {
+    auto session = core_.sessions().find_session(client_id);
+    return session && session->connected && !session->node_id.empty() &&
+           session->node_id != core_.cfg().node_id;
+}
+
+bool publish_router::forward_to_owner(const message_ptr& msg, const target& t, mqtt::qos qos,
+                                      bool retain, batch& b) {
+    auto session = core_.sessions().find_session(t.client_id);
+    if (!session || !connected_elsewhere(t.client_id)) {
+        return false;
+    }
+    // The owner's downlink consumer hands this to the actor as this router would have.
+    proto::persisted_msg pm;
+    pm.set_client_id(t.client_id);
+    to_proto(*msg, *pm.mutable_msg());
+    pm.set_qos(static_cast<std::uint32_t>(qos));
+    pm.set_retain(retain);
+    for (auto id : t.subscription_ids) {
+        pm.add_subscription_ids(id);
+    }
+    // The batch waits for the write (so the commit follows it), but a failed write of a
+    // non-persistent copy is dropped and counted like a full mailbox, not re-routed.
+    b.add();
+    core_.log().produce(core_.topics().downlink_basic(session->node_id), t.client_id,
+                        pm.SerializeAsString(), {}, [this, &b](result<produce_ack> r) {
+                            if (!r) {
+                                core_.probe().message_dropped(metrics::drop_reason::offline);
+                            } else {
+                                probe_.copy_forwarded();
+                            }
+                            b.complete(true);
+                        });
+    return true;
+}
+
 std::size_t publish_router::pick_shared_member(const std::string& group_key, std::size_t members) {
     std::lock_guard lock(shared_mutex_);
     return shared_counters_[group_key]++ % members;
@@ -258,6 +297,9 @@ void publish_router::deliver(const message_ptr& msg, const target& t, batch& b) 
     }
     auto actor = core_.sessions().find_actor(t.client_id);
     if (!actor || !actor->connected()) {
+        if (core_.cfg().cluster && forward_to_owner(msg, t, qos, retain, b)) {
+            return;
+        }
         core_.probe().message_dropped(metrics::drop_reason::offline);
         return;
     }

@@ -6,11 +6,13 @@
 // "msg-all-consumer-group", reads msg.all. For each record it matches the topic in the
 // subscription trie (lock-free), merges overlapping subscriptions of one client (highest QoS,
 // every subscription identifier), applies No Local and Retain As Published, picks one member
-// per shared-subscription group (round-robin among connected members), and routes each copy:
+// per shared-subscription group (round-robin among connected members, on this node or, in
+// cluster mode, connected on another node per the session mirror), and routes each copy:
 //   - QoS 1/2 copy for a persistent session → msg.persisted (key = client id); the
 //     persisted_consumer appends it to the client's device inbox;
 //   - anything else → the live actor's mailbox, or dropped and counted (offline, not writable,
-//     mailbox full).
+//     mailbox full); in cluster mode, a client whose session is connected on another node gets
+//     the copy through msg.downlink.basic.<owner> (downlink_consumer.h on that node).
 // Offsets are committed once every msg.persisted write of the batch was acknowledged, so a
 // crash re-routes what was not yet handed on (at least once).
 //
@@ -19,6 +21,7 @@
 
 #include "broker/message.h"
 #include "metrics/routing_probe.h"
+#include "mqtt/qos.h"
 #include "starling/message_log.h"
 
 #include <atomic>
@@ -51,6 +54,12 @@ class publish_router {
     struct target;
     void run(std::size_t index, log_consumer* consumer);
     void deliver(const message_ptr& msg, const target& t, batch& b);
+    // Cluster mode: produces the copy to msg.downlink.basic.<owner> when the client's session
+    // is connected on another node; false when it is not (the copy is then offline here).
+    bool forward_to_owner(const message_ptr& msg, const target& t, mqtt::qos qos, bool retain,
+                          batch& b);
+    // Cluster mode: the mirrored session of the client is connected on another node.
+    bool connected_elsewhere(const std::string& client_id) const;
     std::size_t pick_shared_member(const std::string& group_key, std::size_t members);
 
     broker_core& core_;

@@ -47,6 +47,9 @@ struct settings {
     std::int32_t msg_persisted_partitions = 12;
     std::int32_t msg_persisted_consumers = 2;
     std::chrono::milliseconds poll_interval{100};
+    // Cluster mode: partitions of this node's msg.downlink.basic.<node> and
+    // msg.downlink.persisted.<node> topics (created at start if absent).
+    std::int32_t downlink_partitions = 12;
 };
 
 }  // namespace starling::broker

@@ -16,8 +16,25 @@
 #include <chrono>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace starling::broker {
+
+// A loaded snapshot and, per partition, the offset of the first record it does not contain:
+// where a follower (state_follower.h) starts so that nothing written between the snapshot and
+// the follow is lost. Every record a follower applies again is one the snapshot already holds
+// or a later one, and applying a compacted topic's records in order is idempotent.
+struct compacted_snapshot {
+    std::unordered_map<std::string, std::string> state;
+    // Per key, the origin-node header of its latest record (empty when it had none).
+    std::unordered_map<std::string, std::string> origin;
+    std::vector<std::pair<topic_partition, std::int64_t>> next_offsets;
+};
+
+result<compacted_snapshot> load_compacted_snapshot(message_log& log, const std::string& topic,
+                                                   const std::string& group_id,
+                                                   std::chrono::milliseconds timeout);
 
 result<std::unordered_map<std::string, std::string>> load_compacted_topic(
     message_log& log, const std::string& topic, const std::string& group_id,

@@ -4,8 +4,15 @@
 // configured (TB_KAFKA_PREFIX).
 
 #include <string>
+#include <string_view>
 
 namespace starling::broker {
+
+// Header on every state record (client.session, client.subscriptions, msg.retained) a node
+// writes, value = its node id. A cluster node's state_follower skips the session and
+// subscription records it wrote itself: its actors are their single writers and already
+// changed the local state.
+inline constexpr std::string_view origin_node_header = "starling-origin-node";
 
 class topic_names {
   public:

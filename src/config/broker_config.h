@@ -188,9 +188,16 @@ struct kafka_topic_section {
     friend bool operator==(const kafka_topic_section&, const kafka_topic_section&) = default;
 };
 
+struct kafka_downlink_section {
+    std::uint32_t partitions{};  // of each msg.downlink.basic/persisted.<node> topic
+
+    friend bool operator==(const kafka_downlink_section&, const kafka_downlink_section&) = default;
+};
+
 struct kafka_section {
     std::string kafka_prefix;  // topic names are <prefix>.<name>; empty = no prefix
     kafka_topic_section msg_all;
+    kafka_downlink_section downlink;
 
     friend bool operator==(const kafka_section&, const kafka_section&) = default;
 };

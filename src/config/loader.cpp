@@ -696,6 +696,8 @@ const std::vector<binding>& bindings() {
         integer({"queue.kafka.msg-all.retention-ms", "TB_KAFKA_MSG_ALL_RETENTION_MS", "604800000"},
                 FIELD(queue.kafka.msg_all.retention),
                 {.min = -1, .max = i64_max, .unit = "ms", .note = "-1 = keep forever"}),
+        integer({"queue.kafka.downlink.partitions", "TB_KAFKA_DOWNLINK_PARTITIONS", "12"},
+                FIELD(queue.kafka.downlink.partitions), {.min = 1, .max = 10000}),
         enumeration({"queue.embedded.fsync", "STARLING_EMBEDDED_FSYNC", "interval"},
                     FIELD(queue.embedded.fsync), fsync_policy_names),
         integer({"queue.embedded.fsync-interval-ms", "STARLING_EMBEDDED_FSYNC_INTERVAL_MS", "1000"},

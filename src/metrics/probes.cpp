@@ -36,7 +36,9 @@ routing_probe::routing_probe(prometheus::Registry& registry, latency_histogram& 
     : lookup_latency_(lookup_latency),
       trie_nodes_(gauge(registry, "subscriptionTrieNodes", "Nodes in the subscription trie")),
       routed_(counter(registry, "routedMsgs_total",
-                      "Message copies routed to subscribers after matching")) {}
+                      "Message copies routed to subscribers after matching")),
+      forwarded_(counter(registry, "forwardedMsgs_total",
+                         "Copies produced to another node's msg.downlink.basic topic")) {}
 
 void routing_probe::trie_lookup(std::chrono::nanoseconds duration) {
     lookup_latency_.observe(duration);
@@ -45,6 +47,7 @@ void routing_probe::trie_nodes(std::int64_t count) { trie_nodes_.Set(static_cast
 void routing_probe::messages_routed(std::uint64_t count) {
     routed_.Increment(static_cast<double>(count));
 }
+void routing_probe::copy_forwarded() { forwarded_.Increment(); }
 
 actor_probe::actor_probe(prometheus::Registry& registry)
     : mailbox_depth_(

@@ -27,11 +27,13 @@ class routing_probe {
     void trie_lookup(std::chrono::nanoseconds duration);  // subscriptionLookup_seconds
     void trie_nodes(std::int64_t count);                  // subscriptionTrieNodes
     void messages_routed(std::uint64_t count);            // routedMsgs_total
+    void copy_forwarded();                                // forwardedMsgs_total (cluster)
 
   private:
     latency_histogram& lookup_latency_;
     prometheus::Gauge& trie_nodes_;
     prometheus::Counter& routed_;
+    prometheus::Counter& forwarded_;
 };
 
 }  // namespace starling::metrics

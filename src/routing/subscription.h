@@ -24,6 +24,9 @@ struct subscription {
     subscription_options options;
     std::optional<std::uint32_t> subscription_identifier;  // v5
     std::string share_group;                               // empty unless $share/<group>/<filter>
+    // Cluster mode: the node whose client made this subscription, for entries mirrored from
+    // client.subscriptions. Empty: this node's own client actor owns the entry.
+    std::string owner_node;
 
     bool operator==(const subscription&) const = default;
 };

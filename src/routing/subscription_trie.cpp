@@ -545,6 +545,24 @@ subscription_trie::~subscription_trie() {
 }
 
 bool subscription_trie::subscribe(std::string_view filter, subscription s) {
+    return subscribe_impl(filter, std::move(s), false);
+}
+
+bool subscription_trie::mirror_subscribe(std::string_view filter, subscription s) {
+    return subscribe_impl(filter, std::move(s), true);
+}
+
+bool subscription_trie::unsubscribe(std::string_view filter, std::string_view client_id,
+                                    std::string_view share_group) {
+    return unsubscribe_impl(filter, client_id, share_group, false);
+}
+
+bool subscription_trie::mirror_unsubscribe(std::string_view filter, std::string_view client_id,
+                                           std::string_view share_group) {
+    return unsubscribe_impl(filter, client_id, share_group, true);
+}
+
+bool subscription_trie::subscribe_impl(std::string_view filter, subscription s, bool keep_local) {
     rcu_reader_registration registration;  // outside the mutex: registering may wait
     std::lock_guard lock(write_mutex_);
     retire_list retired(reclaim_);
@@ -582,6 +600,16 @@ bool subscription_trie::subscribe(std::string_view filter, subscription s) {
         at->filter = filter;
     }
     const std::size_t h = entry_hash(s.client_id, s.share_group);
+    if (keep_local) {
+        // Only reached when the path existed (new nodes hold no entry), so returning here
+        // leaves no empty node behind.
+        const entry* existing = at->entries.find(h, [&](const entry& e) {
+            return e.sub.client_id == s.client_id && e.sub.share_group == s.share_group;
+        });
+        if (existing != nullptr && existing->sub.owner_node.empty()) {
+            return false;
+        }
+    }
     auto* fresh = new entry{std::move(s), h};
     entry* replaced = at->entries.upsert(
         fresh,
@@ -595,11 +623,11 @@ bool subscription_trie::subscribe(std::string_view filter, subscription s) {
         return true;
     }
     subscription_count_.fetch_add(1, std::memory_order_relaxed);
-    return false;
+    return keep_local;  // subscribe(): nothing replaced; mirror_subscribe(): applied
 }
 
-bool subscription_trie::unsubscribe(std::string_view filter, std::string_view client_id,
-                                    std::string_view share_group) {
+bool subscription_trie::unsubscribe_impl(std::string_view filter, std::string_view client_id,
+                                         std::string_view share_group, bool only_mirrored) {
     rcu_reader_registration registration;
     std::lock_guard lock(write_mutex_);
     retire_list retired(reclaim_);
@@ -625,6 +653,15 @@ bool subscription_trie::unsubscribe(std::string_view filter, std::string_view cl
         pos = l.next;
     }
 
+    if (only_mirrored) {
+        const entry* existing =
+            at->entries.find(entry_hash(client_id, share_group), [&](const entry& e) {
+                return e.sub.client_id == client_id && e.sub.share_group == share_group;
+            });
+        if (existing == nullptr || existing->sub.owner_node.empty()) {
+            return false;
+        }
+    }
     entry* removed = at->entries.erase(
         entry_hash(client_id, share_group),
         [&](const entry& e) {

@@ -92,6 +92,15 @@ class subscription_trie {
     bool unsubscribe(std::string_view filter, std::string_view client_id,
                      std::string_view share_group = {});
 
+    // Cluster mirror of another node's client (s.owner_node not empty). Like subscribe(), but
+    // never replaces an entry owned by a local actor (owner_node empty): the local actor is the
+    // single writer of its entries, and a record of the client's old node must not clobber
+    // them. Returns true when the entry is in place, false when a local entry was kept.
+    bool mirror_subscribe(std::string_view filter, subscription s);
+    // Removes the entry only when it is a mirrored one (owner_node not empty).
+    bool mirror_unsubscribe(std::string_view filter, std::string_view client_id,
+                            std::string_view share_group = {});
+
     // Calls visit(std::string_view filter, const subscription&) -- or visit(const subscription&)
     // -- once for every entry whose filter matches `topic` (a valid topic name, no wildcards).
     // The filter passed is the stripped filter the entry was subscribed with. Runs inside a
@@ -131,6 +140,9 @@ class subscription_trie {
     // The walk itself lives in the .cpp so the node layout stays private; the visitor is called
     // through one function pointer per match.
     void match_erased(std::string_view topic, visit_fn fn, void* context) const;
+    bool subscribe_impl(std::string_view filter, subscription s, bool keep_local);
+    bool unsubscribe_impl(std::string_view filter, std::string_view client_id,
+                          std::string_view share_group, bool only_mirrored);
 
     node* const root_;
     const std::shared_ptr<reclaim_tracker> reclaim_;  // batches awaiting their grace period

@@ -400,5 +400,35 @@ TEST_F(subscription_trie_test, agrees_with_a_brute_force_matcher) {
     EXPECT_EQ(trie_.subscription_count(), 0U);
 }
 
+TEST_F(subscription_trie_test, mirrored_entries_never_replace_or_remove_local_ones) {
+    subscription local = make_sub("c", 1);
+    trie_.subscribe("a/b", local);
+    subscription remote = make_sub("c", 2);
+    remote.owner_node = "node-b";
+    // A record of another node about the same client leaves the local actor's entry alone.
+    EXPECT_FALSE(trie_.mirror_subscribe("a/b", remote));
+    EXPECT_FALSE(trie_.mirror_unsubscribe("a/b", "c"));
+    std::vector<subscription> seen;
+    trie_.match("a/b", [&](const subscription& s) { seen.push_back(s); });
+    ASSERT_EQ(seen.size(), 1U);
+    EXPECT_EQ(seen[0].options.qos, 1);
+    EXPECT_TRUE(seen[0].owner_node.empty());
+
+    // A mirrored entry is added, replaced by a newer mirror and removed by a mirror unsubscribe.
+    EXPECT_TRUE(trie_.mirror_subscribe("x/+", remote));
+    remote.options.qos = 0;
+    EXPECT_TRUE(trie_.mirror_subscribe("x/+", remote));
+    EXPECT_EQ(trie_.subscription_count(), 2U);
+    EXPECT_THAT(matches(trie_, "x/y"), ElementsAre("x/+ c"));
+    EXPECT_TRUE(trie_.mirror_unsubscribe("x/+", "c"));
+    EXPECT_THAT(matches(trie_, "x/y"), IsEmpty());
+
+    // The local actor subscribing takes over a mirrored entry (the client moved here).
+    EXPECT_TRUE(trie_.mirror_subscribe("m", remote));
+    EXPECT_TRUE(trie_.subscribe("m", local));
+    EXPECT_FALSE(trie_.mirror_unsubscribe("m", "c"));
+    EXPECT_THAT(matches(trie_, "m"), ElementsAre("m c"));
+}
+
 }  // namespace
 }  // namespace starling::routing
