@@ -1,5 +1,8 @@
 #include "adapters/kafka/kafka_client.h"
 
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
 #include <array>
 #include <system_error>
 
@@ -19,6 +22,18 @@ result<conf_ptr> make_conf(const property_list& properties, std::string* why) {
     }
     return conf;
 }
+
+namespace {
+
+void log_line(const rd_kafka_t* rk, int level, const char* facility, const char* text) {
+    // syslog levels: 0..3 errors (also reported through the error callbacks), 7 debug.
+    const auto severity = level >= 7 ? spdlog::level::debug : spdlog::level::info;
+    spdlog::log(severity, "librdkafka {} {}: {}", rd_kafka_name(rk), facility, text);
+}
+
+}  // namespace
+
+void route_logs(rd_kafka_conf_t* conf) { rd_kafka_conf_set_log_cb(conf, &log_line); }
 
 result<handle_ptr> make_handle(rd_kafka_type_t type, conf_ptr conf, std::string* why) {
     std::array<char, 512> err{};

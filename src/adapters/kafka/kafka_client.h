@@ -41,6 +41,10 @@ using queue_ptr = std::unique_ptr<rd_kafka_queue_t, queue_deleter>;
 // invalid_argument and `why` naming it ("linger.ms: ...").
 result<conf_ptr> make_conf(const property_list& properties, std::string* why);
 
+// Routes librdkafka's own log lines (otherwise printed to stderr) to spdlog, prefixed with the
+// client's name. Problems reach the adapters' error callbacks too, so they log at info here.
+void route_logs(rd_kafka_conf_t* conf);
+
 // Creates a client; the conf is consumed on success and on failure.
 result<handle_ptr> make_handle(rd_kafka_type_t type, conf_ptr conf, std::string* why);
 

@@ -134,6 +134,7 @@ result<std::unique_ptr<log_consumer>> make_consumer(const kafka_log_config& conf
         return conf.error();
     }
     rd_kafka_conf_set_error_cb(conf->get(), &on_consumer_error);
+    route_logs(conf->get());
     if (!spec.topics.empty()) {
         rd_kafka_conf_set_rebalance_cb(conf->get(), &on_rebalance);
     }

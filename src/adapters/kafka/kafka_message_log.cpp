@@ -237,6 +237,7 @@ result<std::unique_ptr<kafka_message_log>> kafka_message_log::open(kafka_log_con
     rd_kafka_conf_set_dr_msg_cb(conf->get(), &impl::on_delivery);
     rd_kafka_conf_set_error_cb(conf->get(), &impl::on_error);
     rd_kafka_conf_set_stats_cb(conf->get(), &impl::on_stats);
+    route_logs(conf->get());
     auto producer = make_handle(RD_KAFKA_PRODUCER, std::move(*conf), &why);
     if (!producer) {
         spdlog::error("kafka message log: cannot create the producer: {}", why);
