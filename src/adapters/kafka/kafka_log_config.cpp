@@ -160,39 +160,4 @@ property_list topic_configs(const kafka_log_config& config, const topic_spec& sp
     return p;
 }
 
-result<kafka_properties> parse_properties(std::string_view text, std::string* why) {
-    kafka_properties out;
-    std::string entry;
-    auto finish = [&]() -> status {
-        const std::string_view e = trim(entry);
-        if (e.empty()) {
-            return {};
-        }
-        const auto colon = e.find(':');
-        if (colon == std::string_view::npos || trim(e.substr(0, colon)).empty()) {
-            return invalid(why, "\"" + std::string(e) + "\" is not key:value");
-        }
-        out[std::string(trim(e.substr(0, colon)))] = std::string(trim(e.substr(colon + 1)));
-        entry.clear();
-        return {};
-    };
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        if (text[i] == '\\' && i + 1 < text.size() && text[i + 1] == ';') {
-            entry += ';';
-            ++i;
-        } else if (text[i] == ';') {
-            if (auto s = finish(); !s) {
-                return s.error();
-            }
-            entry.clear();
-        } else {
-            entry += text[i];
-        }
-    }
-    if (auto s = finish(); !s) {
-        return s.error();
-    }
-    return out;
-}
-
 }  // namespace starling::adapters::kafka

@@ -54,7 +54,8 @@ struct kafka_log_config {
     std::int16_t replication_factor = 1;
     std::chrono::milliseconds admin_timeout{30000};
 
-    // Extra librdkafka properties (TBMQ's "key:value;key:value" strings, parsed): for every
+    // Extra librdkafka properties (TBMQ's "key:value;key:value" strings, parsed by the config
+    // loader): for every
     // client, producers only, consumers only.
     kafka_properties common_properties;
     kafka_properties producer_properties;
@@ -83,10 +84,5 @@ property_list consumer_properties(const kafka_log_config& config, const consumer
 // Topic configs for CreateTopics: retention.ms, retention.bytes, cleanup.policy=compact when
 // spec.compacted (forced, as TBMQ does), after the topic's extra configs.
 property_list topic_configs(const kafka_log_config& config, const topic_spec& spec);
-
-// Parses TBMQ's property strings: "key:value;key:value", "\;" is a literal ';' inside a value,
-// blanks around keys and values are trimmed, empty entries ignored. An entry without ':' or
-// with an empty key fails with invalid_argument and `why` naming the entry.
-result<kafka_properties> parse_properties(std::string_view text, std::string* why);
 
 }  // namespace starling::adapters::kafka

@@ -157,22 +157,6 @@ TEST(kafka_log_config, librdkafka_accepts_every_property_we_generate) {
     EXPECT_EQ(why.rfind("no.such.property", 0), 0u) << why;
 }
 
-TEST(kafka_log_config, property_strings_parse_like_tbmq) {
-    std::string why;
-    auto parsed =
-        parse_properties(" security.protocol:SASL_SSL ; sasl.jaas.config:a\\;b;;x:1:2", &why);
-    ASSERT_TRUE(parsed) << why;
-    EXPECT_EQ(parsed->size(), 3u);
-    EXPECT_EQ(parsed->at("security.protocol"), "SASL_SSL");
-    EXPECT_EQ(parsed->at("sasl.jaas.config"), "a;b");
-    EXPECT_EQ(parsed->at("x"), "1:2");
-    EXPECT_TRUE(parse_properties("", &why)->empty());
-
-    EXPECT_FALSE(parse_properties("retries:1;oops", &why));
-    EXPECT_NE(why.find("oops"), std::string::npos) << why;
-    EXPECT_FALSE(parse_properties(":value", &why));
-}
-
 }  // namespace
 
 }  // namespace starling::adapters::kafka
