@@ -8,7 +8,6 @@
 #include "broker/mqtt_connection.h"
 #include "broker/node.h"
 #include "broker/topics.h"
-#include "broker/topics.h"
 #include "http/actuator.h"
 #include "http/credentials_api.h"
 #include "http/health.h"
@@ -28,6 +27,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -234,6 +234,17 @@ void daemon::start() {
         }
         p.kafka_log = std::move(log.value());
         p.log_port = p.kafka_log.get();
+        // A bad bootstrap list or a Kafka that is down would otherwise surface as a topic
+        // creation error; a metadata round trip, bounded by the admin timeout, names the cause.
+        const auto msg_all = broker::topic_names(cfg_.queue.kafka.kafka_prefix).msg_all();
+        if (auto probe = p.kafka_log->partition_count(msg_all);
+            !probe && probe.error() != std::errc::no_such_file_or_directory) {
+            throw std::runtime_error(
+                "queue.kafka.bootstrap.servers: Kafka at \"" + cfg_.queue.kafka.bootstrap_servers +
+                "\" did not answer within " +
+                std::to_string(cfg_.queue.kafka.admin_command_timeout.count()) +
+                " s (queue.kafka.admin.command-timeout): " + probe.error().message());
+        }
     } else {
         spdlog::info("starting node {} in embedded mode, data in {}", cfg_.service.id,
                      data_dir.string());
