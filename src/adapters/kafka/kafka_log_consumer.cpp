@@ -317,14 +317,27 @@ result<std::int64_t> kafka_log_consumer::end_offset(const topic_partition& tp) {
     if (impl_->closed) {
         return make_kafka_error(RD_KAFKA_RESP_ERR__DESTROY);
     }
-    std::int64_t low = 0;
-    std::int64_t high = 0;
-    const auto code = rd_kafka_query_watermark_offsets(impl_->client.get(), tp.topic.c_str(),
-                                                       tp.partition, &low, &high, query_timeout_ms);
-    if (code != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        return make_kafka_error(code);
+    // Right after a topic is created, its leader is in the metadata before the broker serves as
+    // leader (NOT_LEADER_FOR_PARTITION / LEADER_NOT_AVAILABLE for a moment); Java's
+    // endOffsets() retries these too, within the same kind of bound.
+    const auto until = clock_type::now() + std::chrono::milliseconds(query_timeout_ms);
+    for (;;) {
+        std::int64_t low = 0;
+        std::int64_t high = 0;
+        const auto code = rd_kafka_query_watermark_offsets(
+            impl_->client.get(), tp.topic.c_str(), tp.partition, &low, &high, query_timeout_ms);
+        if (code == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            return high;
+        }
+        const bool transient = code == RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION ||
+                               code == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE;
+        if (!transient || clock_type::now() >= until) {
+            spdlog::warn("kafka consumer: end offset of {}[{}]: {}", tp.topic, tp.partition,
+                         rd_kafka_err2name(code));
+            return make_kafka_error(code);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));  // leader election
     }
-    return high;
 }
 
 void kafka_log_consumer::wakeup() {
