@@ -209,8 +209,20 @@ struct kafka_message_log::impl {
         if (stats.is_discarded() || !stats.contains("brokers")) {
             return 0;
         }
-        for (const auto& [name, broker] : stats["brokers"].items()) {
-            if (broker.value("nodeid", -1) >= 0 && broker.value("state", "") == "UP") {
+        const auto& brokers = stats["brokers"];
+        if (!brokers.is_object()) {
+            return 0;
+        }
+        for (const auto& [name, broker] : brokers.items()) {
+            // Checked field by field: json::value() throws on a type mismatch, and nothing may
+            // throw through librdkafka's C frames.
+            const auto nodeid = broker.find("nodeid");
+            const auto state = broker.find("state");
+            if (nodeid == broker.end() || state == broker.end() || !nodeid->is_number_integer() ||
+                !state->is_string()) {
+                continue;
+            }
+            if (nodeid->get<std::int64_t>() >= 0 && state->get<std::string>() == "UP") {
                 spdlog::info("kafka: broker {} is up again; the message log is healthy", name);
                 self->brokers_down.store(false);
                 break;
