@@ -452,6 +452,24 @@ result<std::int32_t> kafka_message_log::partition_count(std::string_view topic) 
     return impl_->topic_partitions(std::string(topic), impl_->config.admin_timeout);
 }
 
+result<std::vector<std::string>> kafka_message_log::list_topics(std::string_view prefix) {
+    const rd_kafka_metadata_t* md = nullptr;
+    const rd_kafka_resp_err_t err = rd_kafka_metadata(impl_->producer.get(), 1, nullptr, &md,
+                                                      to_timeout_ms(impl_->config.admin_timeout));
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        return make_kafka_error(err);
+    }
+    std::vector<std::string> out;
+    for (int i = 0; i < md->topic_cnt; ++i) {
+        const std::string_view name = md->topics[i].topic;
+        if (name.starts_with(prefix)) {
+            out.emplace_back(name);
+        }
+    }
+    rd_kafka_metadata_destroy(md);
+    return out;
+}
+
 result<std::unique_ptr<log_consumer>> kafka_message_log::create_consumer(
     const consumer_spec& spec) {
     return make_consumer(impl_->config, spec);

@@ -60,6 +60,10 @@ class kafka_message_log final : public message_log {
 
     const kafka_log_config& config() const;
 
+    // Names of every topic in the cluster that starts with `prefix` (a metadata request,
+    // bounded by admin_timeout). Not part of the port: for tools and test clean-up.
+    result<std::vector<std::string>> list_topics(std::string_view prefix);
+
     struct impl;
 
   private:

@@ -1,6 +1,6 @@
 // The message-log contract against a real Kafka (STARLING_TEST_KAFKA=host:port). Each test gets
 // its own topic and group prefix (pid, start time and a counter), so runs and engineers sharing
-// the broker never collide.
+// the broker never collide; a test's topics are deleted when it ends.
 
 #include "adapters/kafka/kafka_message_log.h"
 
@@ -41,7 +41,25 @@ class kafka_log_backend final : public message_log_backend {
         prefix_ = run_prefix() + "-" + std::to_string(counter.fetch_add(1)) + ".";
     }
 
-    std::unique_ptr<message_log> open() override {
+    // The broker is shared: the test's topics go when the test ends (groups expire on their
+    // own, after the broker's offsets retention).
+    ~kafka_log_backend() override {
+        auto log = kafka_message_log::open(config());
+        if (!log) {
+            return;
+        }
+        auto topics = (*log)->list_topics(prefix_);
+        if (!topics) {
+            return;
+        }
+        for (const auto& topic : *topics) {
+            (void)(*log)->delete_topic(topic);
+        }
+    }
+    kafka_log_backend(const kafka_log_backend&) = delete;
+    kafka_log_backend& operator=(const kafka_log_backend&) = delete;
+
+    static kafka_log_config config() {
         kafka_log_config config;
         config.bootstrap_servers = bootstrap();
         config.client_id = "starling-contract";
@@ -50,7 +68,11 @@ class kafka_log_backend final : public message_log_backend {
         config.session_timeout = std::chrono::seconds(6);
         config.heartbeat_interval = std::chrono::milliseconds(500);
         config.admin_timeout = std::chrono::seconds(20);
-        auto log = kafka_message_log::open(config);
+        return config;
+    }
+
+    std::unique_ptr<message_log> open() override {
+        auto log = kafka_message_log::open(config());
         if (!log) {
             ADD_FAILURE() << "open: " << log.error().message();
             return nullptr;
