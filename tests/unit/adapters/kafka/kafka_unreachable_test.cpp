@@ -54,6 +54,7 @@ struct outcome {
     result<produce_ack> ack;
     std::thread::id thread;
     std::chrono::steady_clock::time_point at;
+    status flush_inside;  // flush() called from the callback
 };
 
 TEST(kafka_unreachable, produce_fails_within_the_delivery_timeout_and_health_goes_down) {
@@ -67,15 +68,19 @@ TEST(kafka_unreachable, produce_fails_within_the_delivery_timeout_and_health_goe
     std::promise<outcome> promise;
     auto future = promise.get_future();
     const auto start = std::chrono::steady_clock::now();
-    (*log)->produce("starling.msg.all", "topic/a", "payload", {}, [&](result<produce_ack> ack) {
-        promise.set_value(
-            {std::move(ack), std::this_thread::get_id(), std::chrono::steady_clock::now()});
+    auto* raw = log->get();
+    raw->produce("starling.msg.all", "topic/a", "payload", {}, [&](result<produce_ack> ack) {
+        promise.set_value({std::move(ack), std::this_thread::get_id(),
+                           std::chrono::steady_clock::now(), raw->flush(std::chrono::seconds(5))});
     });
     ASSERT_EQ(future.wait_for(std::chrono::seconds(30)), std::future_status::ready);
     const auto got = future.get();
     ASSERT_FALSE(got.ack) << "a produce to no broker reported success";
     EXPECT_EQ(got.ack.error(), std::errc::timed_out) << got.ack.error().message();
     EXPECT_NE(got.thread, std::this_thread::get_id());
+    // The callback's own thread cannot wait for callbacks: flush() says so instead of hanging.
+    ASSERT_FALSE(got.flush_inside);
+    EXPECT_EQ(got.flush_inside.error(), std::errc::resource_deadlock_would_occur);
     // librdkafka checks message timeouts about once a second: allow that much past the bound.
     EXPECT_LE(got.at - start, config.delivery_timeout + std::chrono::milliseconds(1500));
     // "All brokers down" is reported as soon as the connection is refused, long before the
