@@ -51,7 +51,7 @@ struct kafka_message_log::impl {
     std::atomic<bool> brokers_down{false};
 
     void complete(produce_callback& done, result<produce_ack> outcome) {
-        done(std::move(outcome));
+        done(outcome);
         std::lock_guard lock(mutex);
         --in_flight;
         if (in_flight == 0) {

@@ -70,8 +70,8 @@ TEST(kafka_unreachable, produce_fails_within_the_delivery_timeout_and_health_goe
     const auto start = std::chrono::steady_clock::now();
     auto* raw = log->get();
     raw->produce("starling.msg.all", "topic/a", "payload", {}, [&](result<produce_ack> ack) {
-        promise.set_value({std::move(ack), std::this_thread::get_id(),
-                           std::chrono::steady_clock::now(), raw->flush(std::chrono::seconds(5))});
+        promise.set_value({ack, std::this_thread::get_id(), std::chrono::steady_clock::now(),
+                           raw->flush(std::chrono::seconds(5))});
     });
     ASSERT_EQ(future.wait_for(std::chrono::seconds(30)), std::future_status::ready);
     const auto got = future.get();
