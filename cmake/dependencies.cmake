@@ -27,3 +27,5 @@ endif()
 # Every translation unit must see Asio configured the same way (a define visible to some and not
 # others changes class layouts: an ODR violation that crashes at run time).
 add_compile_definitions(BOOST_ASIO_NO_DEPRECATED)
+# librdkafka (Debian librdkafka-dev, C API): the Kafka adapter of the message log.
+pkg_check_modules(RDKAFKA REQUIRED IMPORTED_TARGET rdkafka)

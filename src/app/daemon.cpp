@@ -3,9 +3,11 @@
 #include "adapters/embedded/device_inbox.h"
 #include "adapters/embedded/message_log.h"
 #include "adapters/embedded/sqlite_metadata_store.h"
+#include "adapters/kafka/kafka_message_log.h"
 #include "app/security.h"
 #include "broker/mqtt_connection.h"
 #include "broker/node.h"
+#include "broker/topics.h"
 #include "http/actuator.h"
 #include "http/credentials_api.h"
 #include "http/health.h"
@@ -25,6 +27,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -36,6 +39,7 @@ namespace {
 broker::settings broker_settings(const config::broker_config& c) {
     broker::settings s;
     s.node_id = c.service.id;
+    s.cluster = c.starling.mode == config::run_mode::cluster;
     s.topic_prefix = c.queue.kafka.kafka_prefix;
     s.max_in_flight = c.mqtt.max_in_flight_msgs;
     s.max_packet_size = c.listener.tcp.netty.max_payload_size;
@@ -150,6 +154,38 @@ std::vector<std::string> split_list(const std::string& text) {
     return out;
 }
 
+// queue.kafka.* -> the Kafka adapter's settings. The client id is the node id, so broker-side
+// logs and quotas name the node.
+adapters::kafka::kafka_log_config kafka_config(const config::broker_config& c) {
+    const auto& k = c.queue.kafka;
+    adapters::kafka::kafka_log_config out;
+    out.bootstrap_servers = k.bootstrap_servers;
+    out.client_id = c.service.id;
+    out.acks = k.defaults.producer.acks;
+    out.enable_idempotence = k.defaults.producer.enable_idempotence;
+    out.linger = k.defaults.producer.linger;
+    out.batch_size = static_cast<std::int32_t>(
+        std::min<std::uint32_t>(k.defaults.producer.batch_size, 2147483647U));
+    out.compression = k.defaults.producer.compression_type;
+    out.delivery_timeout = k.defaults.producer.delivery_timeout;
+    out.session_timeout = k.defaults.consumer.session_timeout;
+    out.heartbeat_interval = k.defaults.consumer.heartbeat_interval;
+    out.max_poll_interval = k.defaults.consumer.max_poll_interval;
+    out.replication_factor = static_cast<std::int16_t>(k.replication_factor);
+    out.admin_timeout = k.admin_command_timeout;
+    out.common_properties = k.defaults.config;
+    out.producer_properties = k.defaults.producer.config;
+    out.consumer_properties = k.defaults.consumer.config;
+    const std::string msg_all = broker::topic_names(k.kafka_prefix).msg_all();
+    if (!k.msg_all.topic_properties.empty()) {
+        out.topic_configs[msg_all] = k.msg_all.topic_properties;
+    }
+    if (!k.msg_all.additional_consumer_config.empty()) {
+        out.topic_consumer_properties[msg_all] = k.msg_all.additional_consumer_config;
+    }
+    return out;
+}
+
 http::component_health health_of(bool healthy) {
     http::component_health h;
     h.status = healthy ? http::health_status::up : http::health_status::down;
@@ -161,7 +197,10 @@ http::component_health health_of(bool healthy) {
 struct daemon::parts {
     metrics::registry metrics;
     http::health_registry health;
+    // Exactly one of the two logs is open: embedded mode or cluster mode (Kafka).
     std::unique_ptr<adapters::embedded::embedded_message_log> log;
+    std::unique_ptr<adapters::kafka::kafka_message_log> kafka_log;
+    message_log* log_port = nullptr;
     std::unique_ptr<adapters::embedded::embedded_device_inbox> inbox;
     std::unique_ptr<adapters::embedded::sqlite_metadata_store> metadata;
     // Outlives the security parts: the JWT and HTTP providers hold its executor.
@@ -184,29 +223,52 @@ void daemon::start() {
     const auto& data_dir = cfg_.starling.data_dir;
     std::filesystem::create_directories(data_dir);
 
-    if (cfg_.starling.mode == config::run_mode::cluster) {
-        throw std::runtime_error(
-            "starling.mode: \"cluster\" needs the Kafka adapter, which this build does not have "
-            "yet; use \"embedded\"");
-    }
-    spdlog::info("starting node {} in embedded mode, data in {}", cfg_.service.id,
-                 data_dir.string());
+    const bool cluster = cfg_.starling.mode == config::run_mode::cluster;
+    if (cluster) {
+        // Cluster mode: the log is Kafka. The device inbox and the metadata store stay the
+        // embedded ones under data_dir until the Redis / PostgreSQL adapters exist (issue 4).
+        spdlog::info("starting node {} in cluster mode, Kafka at {}, local data in {}",
+                     cfg_.service.id, cfg_.queue.kafka.bootstrap_servers, data_dir.string());
+        auto log = adapters::kafka::kafka_message_log::open(kafka_config(cfg_));
+        if (!log) {
+            throw std::runtime_error("queue.kafka: cannot create the Kafka client: " +
+                                     log.error().message() + " (see the log line above)");
+        }
+        p.kafka_log = std::move(log.value());
+        p.log_port = p.kafka_log.get();
+        // A bad bootstrap list or a Kafka that is down would otherwise surface as a topic
+        // creation error; a metadata round trip, bounded by the admin timeout, names the cause.
+        const auto msg_all = broker::topic_names(cfg_.queue.kafka.kafka_prefix).msg_all();
+        if (auto probe = p.kafka_log->partition_count(msg_all);
+            !probe && probe.error() != std::errc::no_such_file_or_directory) {
+            throw std::runtime_error(
+                "queue.kafka.bootstrap.servers: Kafka at \"" + cfg_.queue.kafka.bootstrap_servers +
+                "\" did not answer within " +
+                std::to_string(cfg_.queue.kafka.admin_command_timeout.count()) +
+                " s (queue.kafka.admin.command-timeout): " + probe.error().message());
+        }
+    } else {
+        spdlog::info("starting node {} in embedded mode, data in {}", cfg_.service.id,
+                     data_dir.string());
 
-    // Ports: embedded adapters under data_dir.
-    adapters::embedded::embedded_log_config log_cfg;
-    log_cfg.data_dir = data_dir;  // the adapter keeps its files in data_dir/log/
-    log_cfg.fsync = to_adapter(cfg_.queue.embedded.fsync);
-    log_cfg.fsync_interval = cfg_.queue.embedded.fsync_interval;
-    log_cfg.segment_bytes = cfg_.queue.embedded.segment_bytes;
-    auto log = adapters::embedded::embedded_message_log::open(log_cfg);
-    if (!log) {
-        throw std::runtime_error("embedded message log in " + log_cfg.data_dir.string() + ": " +
-                                 log.error().message());
+        // Ports: embedded adapters under data_dir.
+        adapters::embedded::embedded_log_config log_cfg;
+        log_cfg.data_dir = data_dir;  // the adapter keeps its files in data_dir/log/
+        log_cfg.fsync = to_adapter(cfg_.queue.embedded.fsync);
+        log_cfg.fsync_interval = cfg_.queue.embedded.fsync_interval;
+        log_cfg.segment_bytes = cfg_.queue.embedded.segment_bytes;
+        auto log = adapters::embedded::embedded_message_log::open(log_cfg);
+        if (!log) {
+            throw std::runtime_error("embedded message log in " + log_cfg.data_dir.string() + ": " +
+                                     log.error().message());
+        }
+        p.log = std::move(log.value());
+        p.log_port = p.log.get();
+        // Only now that this process holds the data directory (the log locks it) may it
+        // replace a previous run's listeners file; a second instance on the same directory
+        // fails above.
+        std::filesystem::remove(data_dir / "listeners.json");
     }
-    p.log = std::move(log.value());
-    // Only now that this process holds the data directory (the log locks it) may it replace a
-    // previous run's listeners file; a second instance on the same directory fails above.
-    std::filesystem::remove(data_dir / "listeners.json");
 
     adapters::embedded::embedded_device_inbox::options inbox_opts;
     inbox_opts.data_dir = data_dir;
@@ -228,15 +290,20 @@ void daemon::start() {
         throw std::runtime_error("metadata store: " + metadata.error().message());
     }
     p.metadata = std::move(metadata.value());
+    if (cluster) {
+        // In cluster mode the SQLite files (opened exclusively) are what hold data_dir.
+        std::filesystem::remove(data_dir / "listeners.json");
+    }
 
-    p.health.add("messageLog", [log = p.log.get()] { return health_of(log->healthy()); });
+    p.health.add("messageLog", [log = p.log_port] { return health_of(log->healthy()); });
     p.health.add("deviceInbox", [inbox = p.inbox.get()] { return health_of(inbox->healthy()); });
     p.health.add("metadataStore",
                  [metadata = p.metadata.get()] { return health_of(metadata->healthy()); });
 
     // The broker: loads its state from the log before any listener opens.
-    p.node = std::make_unique<broker::node>(broker_settings(cfg_), *p.log, *p.inbox, *p.metadata,
-                                            p.metrics, cfg_.actors.client.dispatcher_pool_size);
+    p.node =
+        std::make_unique<broker::node>(broker_settings(cfg_), *p.log_port, *p.inbox, *p.metadata,
+                                       p.metrics, cfg_.actors.client.dispatcher_pool_size);
     p.node->start();
 
     // Authentication: credentials upserted, providers and blocked clients ready before any
@@ -390,6 +457,9 @@ void daemon::stop() {
     p.node.reset();
     if (p.log) {
         p.log->stop();
+    }
+    if (p.kafka_log) {
+        p.kafka_log->stop();
     }
     if (p.inbox) {
         p.inbox->stop();

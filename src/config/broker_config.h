@@ -181,9 +181,14 @@ struct msg_all_queue_section {
     friend bool operator==(const msg_all_queue_section&, const msg_all_queue_section&) = default;
 };
 
+// Extra Kafka client or topic properties, parsed from TBMQ's "key:value;key:value" strings.
+using kafka_properties = std::map<std::string, std::string>;
+
 struct kafka_topic_section {
     std::uint32_t partitions{};
     std::chrono::milliseconds retention{};  // -1 ms = keep forever
+    kafka_properties topic_properties;      // extra topic configs at creation
+    kafka_properties additional_consumer_config;
 
     friend bool operator==(const kafka_topic_section&, const kafka_topic_section&) = default;
 };
@@ -194,8 +199,43 @@ struct kafka_downlink_section {
     friend bool operator==(const kafka_downlink_section&, const kafka_downlink_section&) = default;
 };
 
+struct kafka_consumer_defaults_section {
+    kafka_properties config;
+    std::chrono::milliseconds session_timeout{};
+    std::chrono::milliseconds heartbeat_interval{};
+    std::chrono::milliseconds max_poll_interval{};
+
+    friend bool operator==(const kafka_consumer_defaults_section&,
+                           const kafka_consumer_defaults_section&) = default;
+};
+
+struct kafka_producer_defaults_section {
+    kafka_properties config;
+    std::string acks;                        // "0", "1" or "all"
+    std::optional<bool> enable_idempotence;  // unset: on exactly when acks=all
+    std::uint32_t batch_size{};              // bytes
+    std::chrono::milliseconds linger{};
+    std::string compression_type;  // none, gzip, snappy, lz4, zstd
+    std::chrono::milliseconds delivery_timeout{};
+
+    friend bool operator==(const kafka_producer_defaults_section&,
+                           const kafka_producer_defaults_section&) = default;
+};
+
+struct kafka_defaults_section {
+    kafka_properties config;  // every client
+    kafka_consumer_defaults_section consumer;
+    kafka_producer_defaults_section producer;
+
+    friend bool operator==(const kafka_defaults_section&, const kafka_defaults_section&) = default;
+};
+
 struct kafka_section {
-    std::string kafka_prefix;  // topic names are <prefix>.<name>; empty = no prefix
+    std::string bootstrap_servers;
+    std::uint16_t replication_factor{};
+    std::chrono::seconds admin_command_timeout{};
+    kafka_defaults_section defaults;  // queue.kafka.default.*
+    std::string kafka_prefix;         // topic names are <prefix>.<name>; empty = no prefix
     kafka_topic_section msg_all;
     kafka_downlink_section downlink;
 

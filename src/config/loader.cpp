@@ -474,6 +474,74 @@ std::optional<std::string> known_log_level(std::string_view text) {
     return std::nullopt;
 }
 
+// TBMQ's Kafka property strings: "key:value;key:value", "\\;" for a ';' inside a value, blanks
+// around keys and values trimmed, empty entries ignored.
+std::optional<kafka_properties> parse_kafka_properties(std::string_view text, std::string* why) {
+    kafka_properties out;
+    std::string entry;
+    auto finish = [&]() {
+        const std::string e(trim(entry));
+        entry.clear();
+        if (e.empty()) {
+            return true;
+        }
+        const auto colon = e.find(':');
+        if (colon == std::string_view::npos || trim(e.substr(0, colon)).empty()) {
+            *why = fmt::format(
+                "has the entry \"{}\", which is not key:value (entries are "
+                "separated by ';', write \\; for a ';' inside a value)",
+                e);
+            return false;
+        }
+        out[std::string(trim(e.substr(0, colon)))] = std::string(trim(e.substr(colon + 1)));
+        return true;
+    };
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if (text[i] == '\\' && i + 1 < text.size() && text[i + 1] == ';') {
+            entry += ';';
+            ++i;
+        } else if (text[i] == ';') {
+            if (!finish()) {
+                return std::nullopt;
+            }
+        } else {
+            entry += text[i];
+        }
+    }
+    if (!finish()) {
+        return std::nullopt;
+    }
+    return out;
+}
+
+template <class Access>
+binding properties(key_info info, Access access) {
+    return {info, [access](broker_config& config, const raw_value& value) {
+                std::string why;
+                auto parsed = parse_kafka_properties(value.text, &why);
+                if (!parsed) {
+                    reject(value, why);
+                }
+                access(config) = std::move(*parsed);
+            }};
+}
+
+std::optional<std::string> kafka_acks(std::string_view text) {
+    if (text == "0" || text == "1" || text == "all" || text == "-1") {
+        return std::nullopt;
+    }
+    return "is not a Kafka acks value (0, 1 or all)";
+}
+
+std::optional<std::string> kafka_compression(std::string_view text) {
+    for (std::string_view codec : {"none", "gzip", "snappy", "lz4", "zstd"}) {
+        if (text == codec) {
+            return std::nullopt;
+        }
+    }
+    return "is not a Kafka compression type (none, gzip, snappy, lz4 or zstd)";
+}
+
 // Node ids and the topic prefix become parts of log topic names, which Kafka restricts to
 // [a-zA-Z0-9._-] and 249 characters in all.
 constexpr std::size_t max_name_part = 100;
@@ -689,6 +757,49 @@ const std::vector<binding>& bindings() {
                 FIELD(queue.msg_all.consumers_count), {.min = 1, .max = 1024}),
         integer({"queue.msg-all.poll-interval", "TB_MSG_ALL_POLL_INTERVAL", "100"},
                 FIELD(queue.msg_all.poll_interval), {.min = 1, .max = 60000, .unit = "ms"}),
+        text({"queue.kafka.bootstrap.servers", "TB_KAFKA_SERVERS", "localhost:9092"},
+             FIELD(queue.kafka.bootstrap_servers), not_empty),
+        integer({"queue.kafka.replication-factor", "TB_KAFKA_REPLICATION_FACTOR", "1"},
+                FIELD(queue.kafka.replication_factor), {.min = 1, .max = 32767}),
+        integer({"queue.kafka.admin.command-timeout", "TB_KAFKA_ADMIN_COMMAND_TIMEOUT_SEC", "30"},
+                FIELD(queue.kafka.admin_command_timeout), {.min = 1, .max = 3600, .unit = "s"}),
+        properties({"queue.kafka.default.config", "TB_KAFKA_DEFAULT_PRODUCER_CONSUMER_CONFIG", ""},
+                   FIELD(queue.kafka.defaults.config)),
+        properties({"queue.kafka.default.consumer.config", "TB_KAFKA_DEFAULT_CONSUMER_CONFIG", ""},
+                   FIELD(queue.kafka.defaults.consumer.config)),
+        integer({"queue.kafka.default.consumer.session-timeout-ms",
+                 "TB_KAFKA_DEFAULT_CONSUMER_SESSION_TIMEOUT_MS", "10000"},
+                FIELD(queue.kafka.defaults.consumer.session_timeout),
+                {.min = 1, .max = 3600000, .unit = "ms"}),
+        integer({"queue.kafka.default.consumer.heartbeat-interval-ms",
+                 "TB_KAFKA_DEFAULT_CONSUMER_HEARTBEAT_INTERVAL_MS", "3000"},
+                FIELD(queue.kafka.defaults.consumer.heartbeat_interval),
+                {.min = 1, .max = 3600000, .unit = "ms"}),
+        integer({"queue.kafka.default.consumer.max-poll-interval-ms",
+                 "TB_KAFKA_DEFAULT_CONSUMER_MAX_POLL_INTERVAL_MS", "300000"},
+                FIELD(queue.kafka.defaults.consumer.max_poll_interval),
+                {.min = 1, .max = 86400000, .unit = "ms"}),
+        properties({"queue.kafka.default.producer.config", "TB_KAFKA_DEFAULT_PRODUCER_CONFIG", ""},
+                   FIELD(queue.kafka.defaults.producer.config)),
+        text({"queue.kafka.default.producer.acks", "TB_KAFKA_DEFAULT_PRODUCER_ACKS", "1"},
+             FIELD(queue.kafka.defaults.producer.acks), kafka_acks),
+        optional_boolean({"queue.kafka.default.producer.enable-idempotence",
+                          "TB_KAFKA_DEFAULT_PRODUCER_ENABLE_IDEMPOTENCE", ""},
+                         FIELD(queue.kafka.defaults.producer.enable_idempotence)),
+        integer({"queue.kafka.default.producer.batch-size", "TB_KAFKA_DEFAULT_PRODUCER_BATCH_SIZE",
+                 "16384"},
+                FIELD(queue.kafka.defaults.producer.batch_size),
+                {.min = 1, .max = 2147483647, .unit = "bytes"}),
+        integer(
+            {"queue.kafka.default.producer.linger-ms", "TB_KAFKA_DEFAULT_PRODUCER_LINGER_MS", "5"},
+            FIELD(queue.kafka.defaults.producer.linger), {.min = 0, .max = 900000, .unit = "ms"}),
+        text({"queue.kafka.default.producer.compression-type", "TB_KAFKA_DEFAULT_COMPRESSION_TYPE",
+              "none"},
+             FIELD(queue.kafka.defaults.producer.compression_type), kafka_compression),
+        integer({"queue.kafka.default.producer.delivery-timeout-ms",
+                 "TB_KAFKA_DEFAULT_PRODUCER_DELIVERY_TIMEOUT_MS", "30000"},
+                FIELD(queue.kafka.defaults.producer.delivery_timeout),
+                {.min = 1, .max = 2147483647, .unit = "ms"}),
         text({"queue.kafka.kafka-prefix", "TB_KAFKA_PREFIX", "starling"},
              FIELD(queue.kafka.kafka_prefix), topic_name_part),
         integer({"queue.kafka.msg-all.partitions", "TB_KAFKA_MSG_ALL_PARTITIONS", "16"},
@@ -698,6 +809,12 @@ const std::vector<binding>& bindings() {
                 {.min = -1, .max = i64_max, .unit = "ms", .note = "-1 = keep forever"}),
         integer({"queue.kafka.downlink.partitions", "TB_KAFKA_DOWNLINK_PARTITIONS", "12"},
                 FIELD(queue.kafka.downlink.partitions), {.min = 1, .max = 10000}),
+        properties(
+            {"queue.kafka.msg-all.topic-properties", "TB_KAFKA_MSG_ALL_TOPIC_PROPERTIES", ""},
+            FIELD(queue.kafka.msg_all.topic_properties)),
+        properties({"queue.kafka.msg-all.additional-consumer-config",
+                    "TB_KAFKA_MSG_ALL_ADDITIONAL_CONSUMER_CONFIG", ""},
+                   FIELD(queue.kafka.msg_all.additional_consumer_config)),
         enumeration({"queue.embedded.fsync", "STARLING_EMBEDDED_FSYNC", "interval"},
                     FIELD(queue.embedded.fsync), fsync_policy_names),
         integer({"queue.embedded.fsync-interval-ms", "STARLING_EMBEDDED_FSYNC_INTERVAL_MS", "1000"},
@@ -1037,6 +1154,17 @@ void cross_check(const broker_config& config) {
     }
     check_tls_listener("ssl", listener.ssl.enabled, listener.ssl.config);
     check_tls_listener("wss", listener.wss.enabled, listener.wss.config);
+    const auto& producer = config.queue.kafka.defaults.producer;
+    if (producer.enable_idempotence.value_or(false) && producer.acks != "all" &&
+        producer.acks != "-1") {
+        throw config_error(
+            "queue.kafka.default.producer.enable-idempotence",
+            fmt::format("queue.kafka.default.producer.enable-idempotence: \"true\" needs "
+                        "queue.kafka.default.producer.acks = all (it is \"{}\"): Kafka's "
+                        "idempotent producer requires acks from all in-sync replicas; leave it "
+                        "empty to enable idempotence exactly when acks is all",
+                        producer.acks));
+    }
     if (config.queue.kafka.msg_all.retention.count() == 0) {
         throw config_error("queue.kafka.msg-all.retention-ms",
                            "queue.kafka.msg-all.retention-ms: \"0\" would delete every record at "

@@ -14,6 +14,9 @@ namespace starling::testing {
 // Fixture
 
 void message_log_contract::SetUp() {
+    if (const auto why = GetParam()->unavailable(); !why.empty()) {
+        GTEST_SKIP() << why;
+    }
     backend_ = GetParam()->new_backend();
     ASSERT_NE(backend_, nullptr);
     log_ = backend_->open();

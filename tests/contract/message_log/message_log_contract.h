@@ -55,6 +55,9 @@ class message_log_factory {
     virtual ~message_log_factory() = default;
     virtual std::string name() const = 0;
     virtual std::unique_ptr<message_log_backend> new_backend() = 0;
+    // Non-empty when the adapter's backing service is not configured for this run (Kafka
+    // without STARLING_TEST_KAFKA): every test then skips with this text.
+    virtual std::string unavailable() const { return {}; }
 };
 
 using message_log_factory_ptr = std::shared_ptr<message_log_factory>;

@@ -82,6 +82,20 @@ TEST(config_loader, shipped_file_yields_the_documented_defaults) {
     EXPECT_EQ(c.queue.kafka.kafka_prefix, "starling");
     EXPECT_EQ(c.queue.kafka.msg_all.partitions, 16U);
     EXPECT_EQ(c.queue.kafka.msg_all.retention, std::chrono::milliseconds(604800000));
+    EXPECT_EQ(c.queue.kafka.bootstrap_servers, "localhost:9092");
+    EXPECT_EQ(c.queue.kafka.replication_factor, 1U);
+    EXPECT_EQ(c.queue.kafka.admin_command_timeout, 30s);
+    EXPECT_TRUE(c.queue.kafka.defaults.config.empty());
+    EXPECT_EQ(c.queue.kafka.defaults.consumer.session_timeout, 10000ms);
+    EXPECT_EQ(c.queue.kafka.defaults.consumer.heartbeat_interval, 3000ms);
+    EXPECT_EQ(c.queue.kafka.defaults.consumer.max_poll_interval, 300000ms);
+    EXPECT_EQ(c.queue.kafka.defaults.producer.acks, "1");
+    EXPECT_EQ(c.queue.kafka.defaults.producer.enable_idempotence, std::nullopt);
+    EXPECT_EQ(c.queue.kafka.defaults.producer.batch_size, 16384U);
+    EXPECT_EQ(c.queue.kafka.defaults.producer.linger, 5ms);
+    EXPECT_EQ(c.queue.kafka.defaults.producer.compression_type, "none");
+    EXPECT_EQ(c.queue.kafka.defaults.producer.delivery_timeout, 30000ms);
+    EXPECT_TRUE(c.queue.kafka.msg_all.topic_properties.empty());
     EXPECT_EQ(c.queue.embedded.fsync, fsync_policy::interval);
     EXPECT_EQ(c.queue.embedded.fsync_interval, 1000ms);
     EXPECT_EQ(c.queue.embedded.segment_bytes, 67108864U);
@@ -566,6 +580,19 @@ INSTANTIATE_TEST_SUITE_P(
                   "is out of range"},
         bad_value{"TB_KAFKA_MSG_ALL_RETENTION_MS", "0", "queue.kafka.msg-all.retention-ms",
                   "would delete every record"},
+        bad_value{"TB_KAFKA_SERVERS", " ", "queue.kafka.bootstrap.servers", "must not be empty"},
+        bad_value{"TB_KAFKA_DEFAULT_PRODUCER_ACKS", "2", "queue.kafka.default.producer.acks",
+                  "is not a Kafka acks value"},
+        bad_value{"TB_KAFKA_DEFAULT_COMPRESSION_TYPE", "brotli",
+                  "queue.kafka.default.producer.compression-type",
+                  "is not a Kafka compression type"},
+        bad_value{"TB_KAFKA_DEFAULT_PRODUCER_ENABLE_IDEMPOTENCE", "true",
+                  "queue.kafka.default.producer.enable-idempotence",
+                  "needs queue.kafka.default.producer.acks = all"},
+        bad_value{"TB_KAFKA_DEFAULT_PRODUCER_CONFIG", "retries:1;oops",
+                  "queue.kafka.default.producer.config", "\"oops\", which is not key:value"},
+        bad_value{"TB_KAFKA_DEFAULT_PRODUCER_DELIVERY_TIMEOUT_MS", "0",
+                  "queue.kafka.default.producer.delivery-timeout-ms", "is out of range"},
         bad_value{"STARLING_EMBEDDED_FSYNC", "sometimes", "queue.embedded.fsync",
                   "is not one of: none, interval, always"},
         bad_value{"STARLING_EMBEDDED_SEGMENT_BYTES", "-5", "queue.embedded.segment-bytes",
@@ -597,6 +624,21 @@ INSTANTIATE_TEST_SUITE_P(
         bad_value{"REDIS_HOST", "", "redis.standalone.host", "must not be empty"},
         bad_value{"REDIS_CLIENT_READ_TIMEOUT", "0", "redis.standalone.readTimeout",
                   "is out of range (1..3600000 ms)"}));
+
+TEST(config_loader, kafka_property_strings_parse_like_tbmq) {
+    const auto c = load_shipped({{"TB_KAFKA_DEFAULT_PRODUCER_CONSUMER_CONFIG",
+                                  " security.protocol:SASL_SSL ; sasl.jaas.config:a\\;b;;x:1:2"},
+                                 {"TB_KAFKA_MSG_ALL_TOPIC_PROPERTIES", "segment.bytes:26214400"},
+                                 {"TB_KAFKA_DEFAULT_PRODUCER_ACKS", "all"},
+                                 {"TB_KAFKA_DEFAULT_PRODUCER_ENABLE_IDEMPOTENCE", "true"}});
+    const auto& common = c.queue.kafka.defaults.config;
+    ASSERT_EQ(common.size(), 3U);
+    EXPECT_EQ(common.at("security.protocol"), "SASL_SSL");
+    EXPECT_EQ(common.at("sasl.jaas.config"), "a;b");
+    EXPECT_EQ(common.at("x"), "1:2");
+    EXPECT_EQ(c.queue.kafka.msg_all.topic_properties.at("segment.bytes"), "26214400");
+    EXPECT_EQ(c.queue.kafka.defaults.producer.enable_idempotence, true);
+}
 
 }  // namespace
 }  // namespace starling::config
