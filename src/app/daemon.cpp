@@ -4,6 +4,8 @@
 #include "adapters/embedded/message_log.h"
 #include "adapters/embedded/sqlite_metadata_store.h"
 #include "adapters/kafka/kafka_message_log.h"
+#include "adapters/postgres/postgres_metadata_store.h"
+#include "adapters/redis/redis_device_inbox.h"
 #include "app/security.h"
 #include "broker/mqtt_connection.h"
 #include "broker/node.h"
@@ -66,7 +68,6 @@ broker::settings broker_settings(const config::broker_config& c) {
     s.msg_all_retention_ms = c.queue.kafka.msg_all.retention.count();
     s.msg_all_consumers = static_cast<std::int32_t>(c.queue.msg_all.consumers_count);
     s.poll_interval = c.queue.msg_all.poll_interval;
-    s.cluster = c.starling.mode == config::run_mode::cluster;
     s.downlink_partitions = static_cast<std::int32_t>(c.queue.kafka.downlink.partitions);
     return s;
 }
@@ -201,8 +202,13 @@ struct daemon::parts {
     std::unique_ptr<adapters::embedded::embedded_message_log> log;
     std::unique_ptr<adapters::kafka::kafka_message_log> kafka_log;
     message_log* log_port = nullptr;
+    // Embedded mode: the SQLite inbox and metadata store; cluster mode: Redis and PostgreSQL.
     std::unique_ptr<adapters::embedded::embedded_device_inbox> inbox;
     std::unique_ptr<adapters::embedded::sqlite_metadata_store> metadata;
+    std::unique_ptr<adapters::redis::redis_device_inbox> redis_inbox;
+    std::unique_ptr<adapters::postgres::postgres_metadata_store> postgres_metadata;
+    device_inbox* inbox_port = nullptr;
+    metadata_store* metadata_port = nullptr;
     // Outlives the security parts: the JWT and HTTP providers hold its executor.
     std::unique_ptr<net::io_pool> io;
     security_parts security;  // outlives the node: its timers may hold the authenticator
@@ -225,10 +231,10 @@ void daemon::start() {
 
     const bool cluster = cfg_.starling.mode == config::run_mode::cluster;
     if (cluster) {
-        // Cluster mode: the log is Kafka. The device inbox and the metadata store stay the
-        // embedded ones under data_dir until the Redis / PostgreSQL adapters exist (issue 4).
-        spdlog::info("starting node {} in cluster mode, Kafka at {}, local data in {}",
-                     cfg_.service.id, cfg_.queue.kafka.bootstrap_servers, data_dir.string());
+        // Cluster mode: the log is Kafka, device inboxes are in Redis, metadata in PostgreSQL.
+        spdlog::info("starting node {} in cluster mode, Kafka at {}, Redis at {}:{}",
+                     cfg_.service.id, cfg_.queue.kafka.bootstrap_servers,
+                     cfg_.redis.standalone.host, cfg_.redis.standalone.port);
         auto log = adapters::kafka::kafka_message_log::open(kafka_config(cfg_));
         if (!log) {
             throw std::runtime_error("queue.kafka: cannot create the Kafka client: " +
@@ -270,40 +276,21 @@ void daemon::start() {
         std::filesystem::remove(data_dir / "listeners.json");
     }
 
-    adapters::embedded::embedded_device_inbox::options inbox_opts;
-    inbox_opts.data_dir = data_dir;
-    inbox_opts.settings.max_messages = cfg_.mqtt.persistent_session.device.persisted_messages.limit;
-    inbox_opts.settings.default_ttl_ms =
-        cfg_.mqtt.persistent_session.device.persisted_messages.ttl.count() * 1000;
-    auto inbox =
-        adapters::embedded::embedded_device_inbox::open(inbox_opts, system_clock::instance());
-    if (!inbox) {
-        throw std::runtime_error("embedded device inbox: " + inbox.error().message());
-    }
-    p.inbox = std::move(inbox.value());
-
-    adapters::embedded::sqlite_metadata_store::options meta_opts;
-    meta_opts.data_dir = data_dir;
-    auto metadata =
-        adapters::embedded::sqlite_metadata_store::open(meta_opts, system_clock::instance());
-    if (!metadata) {
-        throw std::runtime_error("metadata store: " + metadata.error().message());
-    }
-    p.metadata = std::move(metadata.value());
     if (cluster) {
-        // In cluster mode the SQLite files (opened exclusively) are what hold data_dir.
-        std::filesystem::remove(data_dir / "listeners.json");
+        open_cluster_stores();
+    } else {
+        open_embedded_stores();
     }
 
     p.health.add("messageLog", [log = p.log_port] { return health_of(log->healthy()); });
-    p.health.add("deviceInbox", [inbox = p.inbox.get()] { return health_of(inbox->healthy()); });
+    p.health.add("deviceInbox", [inbox = p.inbox_port] { return health_of(inbox->healthy()); });
     p.health.add("metadataStore",
-                 [metadata = p.metadata.get()] { return health_of(metadata->healthy()); });
+                 [metadata = p.metadata_port] { return health_of(metadata->healthy()); });
 
     // The broker: loads its state from the log before any listener opens.
-    p.node =
-        std::make_unique<broker::node>(broker_settings(cfg_), *p.log_port, *p.inbox, *p.metadata,
-                                       p.metrics, cfg_.actors.client.dispatcher_pool_size);
+    p.node = std::make_unique<broker::node>(broker_settings(cfg_), *p.log_port, *p.inbox_port,
+                                            *p.metadata_port, p.metrics,
+                                            cfg_.actors.client.dispatcher_pool_size);
     p.node->start();
 
     // Authentication: credentials upserted, providers and blocked clients ready before any
@@ -311,7 +298,7 @@ void daemon::start() {
     // The I/O pool starts first: the JWT (JWKS) and HTTP providers run their requests on it.
     p.io = std::make_unique<net::io_pool>("io", cfg_.listener.io_threads);
     p.io->start();
-    p.security = build_security(cfg_, *p.metadata, p.node->core().timers(), p.metrics.auth(),
+    p.security = build_security(cfg_, *p.metadata_port, p.node->core().timers(), p.metrics.auth(),
                                 p.io->context().get_executor());
     if (p.security.jwt != nullptr) {
         p.security.jwt->start();  // JWKS: first fetch and the refresh timer
@@ -321,7 +308,7 @@ void daemon::start() {
     // HTTP and MQTT listeners on the same I/O pool.
     http::router routes;
     http::add_actuator_routes(routes, p.health, p.metrics);
-    http::add_credentials_routes(routes, *p.metadata, *p.security.pool,
+    http::add_credentials_routes(routes, *p.metadata_port, *p.security.pool,
                                  p.security.authenticator.get(), cfg_.security.admin_token);
     p.http = std::make_unique<http::server>(p.io->context(), std::move(routes));
     if (auto st = p.http->start(cfg_.server.address, cfg_.server.port); !st) {
@@ -467,6 +454,75 @@ void daemon::stop() {
     if (p.metadata) {
         p.metadata->stop();
     }
+    if (p.redis_inbox) {
+        p.redis_inbox->stop();
+    }
+    if (p.postgres_metadata) {
+        p.postgres_metadata->stop();
+    }
+}
+
+void daemon::open_embedded_stores() {
+    auto& p = *parts_;
+    const auto& data_dir = cfg_.starling.data_dir;
+    adapters::embedded::embedded_device_inbox::options inbox_opts;
+    inbox_opts.data_dir = data_dir;
+    inbox_opts.settings.max_messages = cfg_.mqtt.persistent_session.device.persisted_messages.limit;
+    inbox_opts.settings.default_ttl_ms =
+        cfg_.mqtt.persistent_session.device.persisted_messages.ttl.count() * 1000;
+    auto inbox =
+        adapters::embedded::embedded_device_inbox::open(inbox_opts, system_clock::instance());
+    if (!inbox) {
+        throw std::runtime_error("embedded device inbox: " + inbox.error().message());
+    }
+    p.inbox = std::move(inbox.value());
+    p.inbox_port = p.inbox.get();
+
+    adapters::embedded::sqlite_metadata_store::options meta_opts;
+    meta_opts.data_dir = data_dir;
+    auto metadata =
+        adapters::embedded::sqlite_metadata_store::open(meta_opts, system_clock::instance());
+    if (!metadata) {
+        throw std::runtime_error("metadata store: " + metadata.error().message());
+    }
+    p.metadata = std::move(metadata.value());
+    p.metadata_port = p.metadata.get();
+}
+
+// Cluster mode: persistent DEVICE inboxes in Redis (shared by every node, so a device may
+// reconnect anywhere) and metadata in PostgreSQL. Both fail start-up with the reason, which the
+// adapters also log with the server's own message.
+void daemon::open_cluster_stores() {
+    auto& p = *parts_;
+    adapters::redis::redis_inbox_config redis_cfg;
+    redis_cfg.host = cfg_.redis.standalone.host;
+    redis_cfg.port = cfg_.redis.standalone.port;
+    redis_cfg.db = cfg_.redis.db;
+    redis_cfg.username = cfg_.redis.username;
+    redis_cfg.password = cfg_.redis.password;
+    redis_cfg.connect_timeout = cfg_.redis.standalone.connect_timeout;
+    redis_cfg.command_timeout = cfg_.redis.standalone.read_timeout;
+    redis_cfg.max_messages = cfg_.mqtt.persistent_session.device.persisted_messages.limit;
+    redis_cfg.default_ttl = std::chrono::duration_cast<std::chrono::milliseconds>(
+        cfg_.mqtt.persistent_session.device.persisted_messages.ttl);
+    auto inbox = adapters::redis::open_redis_device_inbox(redis_cfg, system_clock::instance());
+    if (!inbox) {
+        throw std::runtime_error("redis.standalone: cannot use Redis at " + redis_cfg.host + ":" +
+                                 std::to_string(redis_cfg.port) + ": " + inbox.error().message());
+    }
+    p.redis_inbox = std::move(inbox.value());
+    p.inbox_port = p.redis_inbox.get();
+
+    auto metadata = adapters::postgres::open_postgres_metadata_store(cfg_.spring.datasource,
+                                                                     system_clock::instance());
+    if (!metadata) {
+        throw std::runtime_error("spring.datasource.url: cannot use PostgreSQL: " +
+                                 metadata.error().message());
+    }
+    p.postgres_metadata = std::move(metadata.value());
+    p.metadata_port = p.postgres_metadata.get();
+    // Nothing local holds data_dir in cluster mode; only the listeners file lives there.
+    std::filesystem::remove(cfg_.starling.data_dir / "listeners.json");
 }
 
 }  // namespace starling::app

@@ -23,6 +23,8 @@ class daemon {
     void stop();
 
   private:
+    void open_embedded_stores();  // SQLite device inbox and metadata under data_dir
+    void open_cluster_stores();   // Redis device inbox, PostgreSQL metadata
     struct parts;
     config::broker_config cfg_;
     std::unique_ptr<parts> parts_;

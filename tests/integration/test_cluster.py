@@ -12,7 +12,6 @@ another first wait until a probe message crosses (``wait_routed``), a condition 
 
 from __future__ import annotations
 
-import itertools
 import os
 import threading
 import time
@@ -21,33 +20,13 @@ import pytest
 
 from starling_it import codec
 from starling_it.brokers import REPO_ROOT, free_port
-
-KAFKA = os.environ.get("STARLING_TEST_KAFKA", "")
+from starling_it.cluster import cluster_env, new_prefix, requires_services
 
 pytestmark = [
     pytest.mark.starlingd_only(reason="cluster mode is starlingd's"),
     pytest.mark.cluster,
-    pytest.mark.skipif(
-        not KAFKA,
-        reason="needs Kafka: run `scripts/services.sh up kafka` and set "
-        "STARLING_TEST_KAFKA=127.0.0.1:9092 (scripts/test.sh does both)",
-    ),
+    requires_services,
 ]
-
-_prefixes = itertools.count()
-
-
-def cluster_env(prefix: str, node_id: str, kafka: str = KAFKA, **extra: str) -> dict[str, str]:
-    env = {
-        "STARLING_MODE": "cluster",
-        "TB_SERVICE_ID": node_id,
-        "TB_KAFKA_SERVERS": kafka,
-        "TB_KAFKA_PREFIX": prefix,
-        # Small partition counts keep topic creation and rebalances quick on a 2-core machine.
-        "TB_KAFKA_MSG_ALL_PARTITIONS": "6",
-    }
-    env.update(extra)
-    return env
 
 
 @pytest.fixture
@@ -55,7 +34,7 @@ def cluster(broker_factory, uid):
     """``cluster(n, **env)`` → n started nodes (node-a, node-b, ...) sharing one prefix.
     ``cluster.add(**env)`` starts one more node later (a late joiner) on the same prefix."""
 
-    prefix = f"it{os.getpid()}x{next(_prefixes)}x{abs(hash(uid)) % 100000}"
+    prefix = new_prefix()
 
     class Cluster(list):
         def add(self, start: bool = True, **env: str):
@@ -377,7 +356,7 @@ def _wait_health(node, want: str, timeout: float) -> None:
 @pytest.mark.timeout(240)
 def test_kafka_restart_gives_no_false_puback(broker_factory, raw_client, uid, private_kafka):
     env = cluster_env(
-        f"kr{os.getpid()}", "node-a", kafka=private_kafka.bootstrap,
+        new_prefix(), "node-a", kafka=private_kafka.bootstrap,
         TB_KAFKA_DEFAULT_PRODUCER_DELIVERY_TIMEOUT_MS="5000",
     )
     node = broker_factory(env=env)

@@ -1,51 +1,32 @@
-"""starling.mode: cluster on a real Kafka (the message log is Kafka; inbox and metadata stay
-local until issue 4). Needs STARLING_TEST_KAFKA=host:port (`scripts/services.sh up kafka`);
-skipped without it. Every broker gets its own topic prefix and node id, so runs sharing the
-Kafka never see each other's records."""
+"""starling.mode: cluster with one node on the real services (Kafka log, Redis inboxes,
+PostgreSQL metadata; starling_it/cluster.py). Skipped without them."""
 
 from __future__ import annotations
 
-import itertools
-import os
 import time
 
 import pytest
 
 from starling_it import codec
 from starling_it.brokers import BrokerError, free_port
-
-KAFKA = os.environ.get("STARLING_TEST_KAFKA", "")
+from starling_it.cluster import cluster_env, new_prefix, requires_services
 
 pytestmark = [
     pytest.mark.starlingd_only(reason="cluster mode is a starlingd feature"),
-    pytest.mark.skipif(
-        not KAFKA,
-        reason="STARLING_TEST_KAFKA is not set: start Kafka with `scripts/services.sh up kafka` "
-        "and run with STARLING_TEST_KAFKA=127.0.0.1:9092",
-    ),
+    pytest.mark.cluster,
+    requires_services,
 ]
 
-_runs = itertools.count()
 
-
-def cluster_env(**extra: str) -> dict[str, str]:
-    n = next(_runs)
-    env = {
-        "STARLING_MODE": "cluster",
-        "TB_KAFKA_SERVERS": KAFKA,
-        "TB_KAFKA_PREFIX": f"it-{os.getpid()}-{int(time.time() * 1000)}-{n}",
-        "TB_SERVICE_ID": f"it-node-{n}",
-        "TB_KAFKA_MSG_ALL_PARTITIONS": "4",
-    }
-    env.update(extra)
-    return env
+def node_env(**extra: str) -> dict[str, str]:
+    return cluster_env(new_prefix(), "it-node", **extra)
 
 
 @pytest.mark.parametrize("protocol", [codec.MQTT311, codec.MQTT5], ids=["v311", "v5"])
 def test_qos1_publish_goes_through_kafka_to_a_subscriber(
     broker_factory, raw_client, uid, protocol
 ):
-    broker = broker_factory(env=cluster_env())
+    broker = broker_factory(env=node_env())
     sub = raw_client(broker, protocol)
     assert sub.connect(f"{uid}-sub").reason_code == 0
     assert sub.subscribe(f"{uid}/t", 1).reason_codes == [1]
@@ -64,7 +45,7 @@ def test_qos1_publish_goes_through_kafka_to_a_subscriber(
 def test_unreachable_kafka_fails_start_up_naming_the_key(broker_factory):
     # free_port(): a loopback port nothing listens on.
     broker = broker_factory(
-        env=cluster_env(
+        env=node_env(
             TB_KAFKA_SERVERS=f"127.0.0.1:{free_port()}",
             TB_KAFKA_ADMIN_COMMAND_TIMEOUT_SEC="2",
         ),
