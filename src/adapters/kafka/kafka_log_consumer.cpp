@@ -115,6 +115,7 @@ struct kafka_log_consumer::impl {
     std::size_t max_records = 500;
     std::atomic<bool> woken{false};
     bool closed = false;
+    bool manual = false;  // assign() of named partitions, no group management
 };
 
 result<std::unique_ptr<log_consumer>> make_consumer(const kafka_log_config& config,
@@ -146,6 +147,7 @@ result<std::unique_ptr<log_consumer>> make_consumer(const kafka_log_config& conf
     auto state = std::make_unique<kafka_log_consumer::impl>();
     state->client = std::move(*client);
     state->max_records = spec.max_poll_records;
+    state->manual = spec.topics.empty();
     // One queue for messages, rebalances and errors, so poll() serves them all.
     (void)rd_kafka_poll_set_consumer(state->client.get());
     state->queue.reset(rd_kafka_queue_get_consumer(state->client.get()));
@@ -273,6 +275,26 @@ status kafka_log_consumer::seek(const topic_partition& tp, std::int64_t offset) 
         }
         if (code == RD_KAFKA_RESP_ERR_NO_ERROR) {
             return {};
+        }
+        if (code == RD_KAFKA_RESP_ERR__STATE && impl_->manual) {
+            // A manually assigned partition whose fetcher has not started yet (a topic just
+            // created, a leader not yet elected) cannot be seeked; assigning it again at the
+            // offset starts it there, without touching the other partitions' positions.
+            partition_list_ptr one(rd_kafka_topic_partition_list_new(1));
+            rd_kafka_topic_partition_list_add(one.get(), tp.topic.c_str(), tp.partition)->offset =
+                offset;
+            rd_kafka_error_t* unassign =
+                rd_kafka_incremental_unassign(impl_->client.get(), one.get());
+            if (unassign != nullptr) {
+                rd_kafka_error_destroy(unassign);
+            }
+            rd_kafka_error_t* assign = rd_kafka_incremental_assign(impl_->client.get(), one.get());
+            if (assign == nullptr) {
+                return {};
+            }
+            code = rd_kafka_error_code(assign);
+            text = rd_kafka_error_string(assign);
+            rd_kafka_error_destroy(assign);
         }
         if (code != RD_KAFKA_RESP_ERR__STATE || clock_type::now() >= until) {
             spdlog::warn("kafka consumer: seek {}[{}] to {}: {}", tp.topic, tp.partition, offset,
