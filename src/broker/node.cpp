@@ -20,6 +20,10 @@ node::node(settings cfg, message_log& log, device_inbox& inbox, metadata_store& 
                                           timers_, metrics.broker(), metrics.log(), clock);
     router_ = std::make_unique<publish_router>(*core_, metrics.routing());
     persisted_ = std::make_unique<persisted_consumer>(*core_);
+    if (core_->cfg().cluster) {
+        coordinator_ = std::make_unique<session_coordinator>(*core_);
+        core_->set_coordinator(coordinator_.get());
+    }
 }
 
 node::~node() {
@@ -81,7 +85,21 @@ status node::load_state() {
     auto restores = std::make_shared<countdown>();
     for (auto& [client_id, value] : sessions.value()) {
         proto::client_session s;
-        if (!s.ParseFromString(value) || !s.persistent()) {
+        const bool parsed = s.ParseFromString(value);
+        if (coordinator_ && parsed && s.node_id() != core.cfg().node_id) {
+            // Cluster: another node's session; that node (or the session-event handler) owns
+            // its record and its subscriptions.
+            subscriptions.value().erase(client_id);
+            continue;
+        }
+        if (coordinator_ && parsed && !s.persistent()) {
+            // Through the handler, the only writer of client.session in cluster mode: the
+            // client may already have reconnected on another node.
+            coordinator_->notify_session_ended(client_id, s.session_id());
+            subscriptions.value().erase(client_id);
+            continue;
+        }
+        if (!parsed || !s.persistent()) {
             // A non-persistent session does not survive the node: forget it.
             core.delete_session(client_id, [](status) {});
             core.write_subscriptions(client_id, std::string(), [](status) {});
@@ -89,6 +107,10 @@ status node::load_state() {
             continue;
         }
         const bool was_connected = s.connected();
+        if (coordinator_ && was_connected) {
+            coordinator_->notify_disconnected(client_id, s.session_id(),
+                                              s.session_expiry_interval());
+        }
         const std::int64_t disconnected_at = was_connected ? now : s.disconnected_at_ms();
         std::vector<stored_subscription> subs;
         if (auto it = subscriptions.value().find(client_id); it != subscriptions.value().end()) {
@@ -118,12 +140,13 @@ status node::load_state() {
                            .connected = false,
                            .session_expiry_interval = s.session_expiry_interval(),
                            .disconnected_at_ms = disconnected_at,
-                           .node_id = core.cfg().node_id});
+                           .node_id = core.cfg().node_id,
+                           .session_id = s.session_id()});
         auto actor = core.actor_for(client_id);
         restores->add();
         actor->restore_offline_session(s.session_expiry_interval(), disconnected_at,
                                        std::move(subs), was_connected,
-                                       [restores] { restores->done(); });
+                                       [restores] { restores->done(); }, s.session_id());
         ++restored;
     }
     if (!restores->wait_until(std::chrono::steady_clock::now() + timeout)) {
@@ -146,6 +169,11 @@ void node::start() {
     }
     if (auto st = load_state(); !st) {
         throw std::runtime_error("cannot load broker state: " + st.error().message());
+    }
+    if (coordinator_) {
+        if (auto st = coordinator_->start(); !st) {
+            throw std::runtime_error("cannot start session coordination: " + st.error().message());
+        }
     }
     if (auto st = router_->start(); !st) {
         throw std::runtime_error("cannot start msg.all consumers: " + st.error().message());
@@ -190,6 +218,10 @@ void node::stop(std::chrono::milliseconds timeout) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     (void)core_->log().flush(std::max(left, std::chrono::milliseconds(100)));
+    if (coordinator_) {
+        // After the actors' last session events were written; fails requests still waiting.
+        coordinator_->stop();
+    }
     router_->stop();
     persisted_->stop();
     gauges_.reset();

@@ -5,7 +5,8 @@
 // The composition root (src/app) chooses the adapters (embedded or cluster) and the listeners.
 //
 // Start-up order: create topics → load state snapshots (retained, sessions, subscriptions) →
-// restore offline persistent sessions → start router and consumers. Only then may listeners
+// restore offline persistent sessions → (cluster) session coordination → start router and
+// consumers. In cluster mode only the sessions client.session places on this node are restored. Only then may listeners
 // open. Shutdown: stop accepting (listeners, outside) → tell every actor to shut down (v5
 // clients get DISCONNECT 0x8B) → flush the log → stop consumers, timers and the dispatcher.
 
@@ -15,6 +16,7 @@
 #include "broker/broker_core.h"
 #include "broker/persisted_consumer.h"
 #include "broker/publish_router.h"
+#include "broker/session_coordinator.h"
 #include "broker/settings.h"
 #include "metrics/registry.h"
 
@@ -47,6 +49,7 @@ class node {
     std::unique_ptr<broker_core> core_;
     std::unique_ptr<publish_router> router_;
     std::unique_ptr<persisted_consumer> persisted_;
+    std::unique_ptr<session_coordinator> coordinator_;  // cluster mode only
     metrics::refresher_handle gauges_;
     bool started_ = false;
 };

@@ -47,6 +47,12 @@ struct settings {
     std::int32_t msg_persisted_partitions = 12;
     std::int32_t msg_persisted_consumers = 2;
     std::chrono::milliseconds poll_interval{100};
+
+    // Cluster session coordination (ARCHITECTURE.md §4): partitions of
+    // client.session.event.request, and how long a CONNECT waits for the session-event
+    // handler's reply before it is refused with CONNACK 0x88 (v3: 0x03).
+    std::int32_t session_event_partitions = 24;
+    std::chrono::milliseconds session_request_timeout{30000};
 };
 
 }  // namespace starling::broker
