@@ -219,7 +219,9 @@ void node::stop(std::chrono::milliseconds timeout) {
         deadline - std::chrono::steady_clock::now());
     (void)core_->log().flush(std::max(left, std::chrono::milliseconds(100)));
     if (coordinator_) {
-        // After the actors' last session events were written; fails requests still waiting.
+        // After the actors' last session events were written: handle those this node's handler
+        // owns, then stop (fails requests still waiting).
+        coordinator_->drain(std::max(left, std::chrono::milliseconds(500)));
         coordinator_->stop();
     }
     router_->stop();

@@ -141,6 +141,21 @@ std::string session_coordinator::new_request_id() {
     return id_prefix_ + std::to_string(next_request_.fetch_add(1, std::memory_order_relaxed) + 1);
 }
 
+void session_coordinator::drain(std::chrono::milliseconds timeout) {
+    if (!running_.load(std::memory_order_acquire)) {
+        return;
+    }
+    const std::uint64_t generation = drain_requested_.fetch_add(1) + 1;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (drained_.load(std::memory_order_acquire) < generation) {
+        if (std::chrono::steady_clock::now() >= deadline) {
+            spdlog::warn("session-event handler not drained within {} ms", timeout.count());
+            return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+}
+
 void session_coordinator::pause_handler_for_test(bool paused) {
     handler_paused_.store(paused, std::memory_order_release);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -387,6 +402,7 @@ void session_coordinator::run_handler(log_consumer* consumer) {
             continue;
         }
         handler_parked_.store(false, std::memory_order_release);
+        const std::uint64_t drain_generation = drain_requested_.load(std::memory_order_acquire);
         auto polled = consumer->poll(poll_interval);
         // A partition that (re)joined this node was decided elsewhere meanwhile: forget what
         // this handler decided for its clients before.
@@ -403,6 +419,7 @@ void session_coordinator::run_handler(log_consumer* consumer) {
             continue;
         }
         if (polled.value().empty()) {
+            drained_.store(drain_generation, std::memory_order_release);
             continue;
         }
         auto pending_writes = std::make_shared<countdown>();

@@ -82,6 +82,10 @@ class session_coordinator {
     // Creates the request topic and this node's response and disconnect topics, then starts the
     // handler and the node's inbox consumer.
     status start();
+    // Waits (bounded) until this node's handler read everything available in its partitions,
+    // so the session events of a stopping node's own actors are handled by the handler that
+    // made the decisions they refer to, before its partitions move to another node.
+    void drain(std::chrono::milliseconds timeout);
     void stop();
 
     // A cluster-unique id for one connection attempt: "<node id>-<start ms>-<sequence>".
@@ -129,6 +133,9 @@ class session_coordinator {
     std::atomic<bool> running_{false};
     std::atomic<bool> handler_paused_{false};
     std::atomic<bool> handler_parked_{false};
+    // drain(): a generation requested, and the last one the handler saw an empty poll after.
+    std::atomic<std::uint64_t> drain_requested_{0};
+    std::atomic<std::uint64_t> drained_{0};
 
     std::unique_ptr<log_consumer> handler_consumer_;
     std::unique_ptr<log_consumer> inbox_consumer_;

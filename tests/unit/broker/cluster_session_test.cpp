@@ -153,6 +153,7 @@ class cluster_fixture : public ::testing::Test {
     }
 
     void TearDown() override {
+        held_actors_.clear();
         for (auto& n : nodes_) {
             if (n) {
                 n->stop(2s);
@@ -182,6 +183,9 @@ class cluster_fixture : public ::testing::Test {
         auto actor = at(i).core().actor_for(client_id);
         EXPECT_TRUE(
             actor->tell_control(client_msg::connect{.channel = channel, .packet = std::move(c)}));
+        // As a connection does: an actor that stops while the CONNECT waits in its mailbox
+        // forwards it to its successor, but only while someone holds it.
+        held_actors_.push_back(std::move(actor));
         return channel;
     }
 
@@ -238,6 +242,7 @@ class cluster_fixture : public ::testing::Test {
     std::array<std::unique_ptr<node>, node_count> nodes_;
     std::atomic<std::uint64_t> next_channel_id_{0};
     int readers_ = 0;
+    std::vector<std::shared_ptr<client_actor>> held_actors_;
 };
 
 TEST_F(cluster_fixture, connect_on_another_node_takes_the_session_over) {
@@ -252,8 +257,8 @@ TEST_F(cluster_fixture, connect_on_another_node_takes_the_session_over) {
     EXPECT_EQ(d->reason_code, mqtt::reason_code::session_taken_over);
     EXPECT_TRUE(on_a->wait_closed());
     EXPECT_FALSE(on_b->closed());
-    ASSERT_TRUE(eventually([&] { return !connected_on(0, "dev-1"); }));
-    EXPECT_TRUE(connected_on(1, "dev-1"));
+    // The actor marks itself connected right after writing CONNACK.
+    ASSERT_TRUE(eventually([&] { return !connected_on(0, "dev-1") && connected_on(1, "dev-1"); }));
     EXPECT_EQ(live_sessions("dev-1"), 1U);
 
     auto record = session_record_of("dev-1");
@@ -269,7 +274,7 @@ TEST_F(cluster_fixture, clean_start_on_another_node_reports_no_session_present) 
     auto d = on_a->expect<mqtt::disconnect>();
     ASSERT_TRUE(d.has_value());
     EXPECT_EQ(d->reason_code, mqtt::reason_code::session_taken_over);
-    ASSERT_TRUE(eventually([&] { return !connected_on(0, "dev-2"); }));
+    ASSERT_TRUE(eventually([&] { return !connected_on(0, "dev-2") && connected_on(1, "dev-2"); }));
     EXPECT_EQ(live_sessions("dev-2"), 1U);
 }
 
@@ -279,8 +284,7 @@ TEST_F(cluster_fixture, v3_client_taken_over_on_another_node_is_closed) {
     EXPECT_TRUE(on_a->wait_closed());
     // v3 has no DISCONNECT from the server: the connection is just closed.
     EXPECT_FALSE(on_a->next(0ms).has_value());
-    ASSERT_TRUE(eventually([&] { return !connected_on(0, "dev-3"); }));
-    EXPECT_TRUE(connected_on(1, "dev-3"));
+    ASSERT_TRUE(eventually([&] { return !connected_on(0, "dev-3") && connected_on(1, "dev-3"); }));
 }
 
 TEST_F(cluster_fixture, offline_persistent_session_moves_with_its_client) {
@@ -306,6 +310,7 @@ TEST_F(cluster_fixture, offline_persistent_session_moves_with_its_client) {
     // Node A lets go of the session: its subscriptions leave A's trie (B takes them from the
     // client.subscriptions mirror once that is followed).
     ASSERT_TRUE(eventually([&] { return at(0).core().trie().subscription_count() == 0; }));
+    ASSERT_TRUE(eventually([&] { return connected_on(1, "dev-4"); }));
     EXPECT_EQ(live_sessions("dev-4"), 1U);
     auto record = session_record_of("dev-4");
     ASSERT_TRUE(record.has_value());
@@ -330,13 +335,30 @@ TEST_F(cluster_fixture, simultaneous_connects_on_two_nodes_leave_one_live_sessio
         auto d = loser->expect<mqtt::disconnect>();
         ASSERT_TRUE(d.has_value()) << "round " << round;
         EXPECT_EQ(d->reason_code, mqtt::reason_code::session_taken_over);
-        ASSERT_TRUE(eventually([&] { return live_sessions(id) == 1; })) << "round " << round;
-        EXPECT_TRUE(connected_on(winner, id)) << "round " << round;
+        ASSERT_TRUE(eventually([&] { return connected_on(winner, id); })) << "round " << round;
+        EXPECT_EQ(live_sessions(id), 1U) << "round " << round;
         auto record = session_record_of(id);
         ASSERT_TRUE(record.has_value());
         EXPECT_EQ(record->node_id(), winner == 0 ? "node-a" : "node-b") << "round " << round;
         EXPECT_TRUE(record->connected());
     }
+}
+
+TEST_F(cluster_fixture, a_stopping_node_records_its_sessions_as_disconnected) {
+    auto keep = connect(0, "keep-1", false, false, mqtt::protocol_version::v5, 300);
+    auto temp = connect(0, "temp-1", true, false, mqtt::protocol_version::v5);
+    ASSERT_TRUE(session_record_of("keep-1").has_value());
+    ASSERT_TRUE(session_record_of("temp-1").has_value());
+
+    nodes_[0]->stop(2s);
+    EXPECT_TRUE(keep->wait_closed());
+    EXPECT_TRUE(temp->wait_closed());
+    // The persistent session stays, offline, on node A; the other one is gone.
+    EXPECT_TRUE(eventually([&] {
+        auto r = session_record_of("keep-1");
+        return r && !r->connected() && r->node_id() == "node-a";
+    }));
+    EXPECT_TRUE(eventually([&] { return !session_record_of("temp-1").has_value(); }));
 }
 
 class cluster_fixture_short_bound : public cluster_fixture {
@@ -378,7 +400,7 @@ TEST_F(cluster_fixture_short_bound, no_handler_reply_refuses_the_connect_with_se
         at(i).core().coordinator()->pause_handler_for_test(false);
     }
     auto again = connect(0, "lonely-5", true, false);
-    EXPECT_TRUE(connected_on(0, "lonely-5"));
+    EXPECT_TRUE(eventually([&] { return connected_on(0, "lonely-5"); }));
     // The late grant of the abandoned lonely-3 request does not leave a "connected" session.
     EXPECT_TRUE(eventually([&] { return !session_record_of("lonely-3").has_value(); }));
     auto record = session_record_of("lonely-5");
