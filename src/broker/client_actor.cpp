@@ -335,20 +335,18 @@ void client_actor::request_cluster_connect(const mqtt::connect& p, std::uint32_t
                         .session_expiry_interval = expiry,
                         .persistent = expiry != 0,
                         .protocol_version = static_cast<std::uint32_t>(p.protocol_version)};
-    coordinator->request_connect(
-        req, [self = shared_from_this(), channel_id, request_id, expiry,
-              id_assigned](result<connect_grant> r) {
-            self->post([channel_id, request_id, expiry, id_assigned,
-                        r = std::move(r)](client_actor& a) mutable {
-                a.on_cluster_connect_reply(channel_id, request_id, expiry, id_assigned,
-                                           std::move(r));
-            });
+    coordinator->request_connect(req, [self = shared_from_this(), channel_id, request_id, expiry,
+                                       id_assigned](result<connect_grant> r) {
+        self->post([channel_id, request_id, expiry, id_assigned,
+                    r = std::move(r)](client_actor& a) mutable {
+            a.on_cluster_connect_reply(channel_id, request_id, expiry, id_assigned, std::move(r));
         });
+    });
 }
 
-void client_actor::on_cluster_connect_reply(std::uint64_t channel_id,
-                                            const std::string& request_id, std::uint32_t expiry,
-                                            bool id_assigned, result<connect_grant> r) {
+void client_actor::on_cluster_connect_reply(std::uint64_t channel_id, const std::string& request_id,
+                                            std::uint32_t expiry, bool id_assigned,
+                                            result<connect_grant> r) {
     auto* coordinator = core_.coordinator();
     if (!conn_ || conn_->id != channel_id || conn_->closing) {
         // The connection ended or was replaced before the reply. A session granted to it must
@@ -364,10 +362,11 @@ void client_actor::on_cluster_connect_reply(std::uint64_t channel_id,
         return;
     }
     if (!r) {
-        spdlog::warn("client refused: id={} address={} version={} reason=session coordination "
-                     "failed ({})",
-                     client_id_, conn_->channel->remote_address(), version_name(conn_->version),
-                     r.error().message());
+        spdlog::warn(
+            "client refused: id={} address={} version={} reason=session coordination "
+            "failed ({})",
+            client_id_, conn_->channel->remote_address(), version_name(conn_->version),
+            r.error().message());
         mqtt::connack ack;
         ack.reason_code = mqtt::reason_code::server_unavailable;  // v3: return code 3
         send_packet(ack);
@@ -417,8 +416,8 @@ void client_actor::session_moved(std::string session_id, std::string new_node_id
     });
 }
 
-void client_actor::on_session_moved(const std::string& session_id,
-                                    const std::string& new_node_id, bool new_clean_start) {
+void client_actor::on_session_moved(const std::string& session_id, const std::string& new_node_id,
+                                    bool new_clean_start) {
     if (!stopped_ && conn_ && !conn_->connack_sent && !session_id.empty() &&
         session_id == conn_->request_id) {
         // The disconnect overtook the reply granting this very connection.
@@ -428,8 +427,7 @@ void client_actor::on_session_moved(const std::string& session_id,
         return;
     }
     if (stopped_ || !session_exists_ || session_id.empty() || session_id != session_id_) {
-        spdlog::debug("client {}: stale disconnect for session {} ignored", client_id_,
-                      session_id);
+        spdlog::debug("client {}: stale disconnect for session {} ignored", client_id_, session_id);
         return;
     }
     // A connection that got its CONNACK belongs to `session_id`; one still waiting for its
@@ -1476,8 +1474,7 @@ void client_actor::end_connection(std::string_view reason) {
     } else {
         write_session_record(false, [id = client_id_](status st) {
             if (!st) {
-                spdlog::warn("client {}: session record not written: {}", id,
-                             st.error().message());
+                spdlog::warn("client {}: session record not written: {}", id, st.error().message());
             }
         });
     }
@@ -1635,8 +1632,7 @@ void client_actor::restore_offline_session(std::uint32_t session_expiry_interval
                                            std::int64_t disconnected_at_ms,
                                            std::vector<stored_subscription> subscriptions,
                                            bool was_connected_at_crash,
-                                           std::function<void()> restored,
-                                           std::string session_id) {
+                                           std::function<void()> restored, std::string session_id) {
     post([=, subs = std::move(subscriptions), restored = std::move(restored),
           session_id = std::move(session_id)](client_actor& a) mutable {
         a.session_id_ = std::move(session_id);

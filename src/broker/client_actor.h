@@ -176,8 +176,7 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     // Cluster mode (session_coordinator): CONNACK waits for the handler's reply.
     void request_cluster_connect(const mqtt::connect& p, std::uint32_t expiry, bool id_assigned);
     void on_cluster_connect_reply(std::uint64_t channel_id, const std::string& request_id,
-                                  std::uint32_t expiry, bool id_assigned,
-                                  result<connect_grant> r);
+                                  std::uint32_t expiry, bool id_assigned, result<connect_grant> r);
     void on_session_moved(const std::string& session_id, const std::string& new_node_id,
                           bool new_clean_start);
     void drop_local_session();

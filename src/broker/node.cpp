@@ -144,9 +144,9 @@ status node::load_state() {
                            .session_id = s.session_id()});
         auto actor = core.actor_for(client_id);
         restores->add();
-        actor->restore_offline_session(s.session_expiry_interval(), disconnected_at,
-                                       std::move(subs), was_connected,
-                                       [restores] { restores->done(); }, s.session_id());
+        actor->restore_offline_session(
+            s.session_expiry_interval(), disconnected_at, std::move(subs), was_connected,
+            [restores] { restores->done(); }, s.session_id());
         ++restored;
     }
     if (!restores->wait_until(std::chrono::steady_clock::now() + timeout)) {

@@ -6,9 +6,10 @@
 //
 // Start-up order: create topics → load state snapshots (retained, sessions, subscriptions) →
 // restore offline persistent sessions → (cluster) session coordination → start router and
-// consumers. In cluster mode only the sessions client.session places on this node are restored. Only then may listeners
-// open. Shutdown: stop accepting (listeners, outside) → tell every actor to shut down (v5
-// clients get DISCONNECT 0x8B) → flush the log → stop consumers, timers and the dispatcher.
+// consumers. In cluster mode only the sessions client.session places on this node are restored.
+// Only then may listeners open. Shutdown: stop accepting (listeners, outside) → tell every actor to
+// shut down (v5 clients get DISCONNECT 0x8B) → flush the log → stop consumers, timers and the
+// dispatcher.
 
 #include "actor/dispatcher.h"
 #include "actor/timer_service.h"

@@ -112,8 +112,8 @@ status session_coordinator::start() {
     running_.store(true, std::memory_order_release);
     handler_thread_ = std::thread(&session_coordinator::run_handler, this, handler_consumer_.get());
     inbox_thread_ = std::thread(&session_coordinator::run_inbox, this, inbox_consumer_.get());
-    spdlog::info("session coordination started: {} ({} partitions), replies on {}",
-                 request_topic_, request_partitions_, response_topic_);
+    spdlog::info("session coordination started: {} ({} partitions), replies on {}", request_topic_,
+                 request_partitions_, response_topic_);
     return {};
 }
 
@@ -181,10 +181,12 @@ void session_coordinator::request_connect(const connect_request& req,
         auto& p = pending_[req.request_id];
         p.done = std::move(done);
         p.timer = core_.timers().schedule_after(
-            core_.cfg().session_request_timeout, [this, id = req.request_id, client = req.client_id] {
-                spdlog::warn("client {}: no session-event reply within {} ms (request {}); "
-                             "refusing CONNECT as server unavailable",
-                             client, core_.cfg().session_request_timeout.count(), id);
+            core_.cfg().session_request_timeout,
+            [this, id = req.request_id, client = req.client_id] {
+                spdlog::warn(
+                    "client {}: no session-event reply within {} ms (request {}); "
+                    "refusing CONNECT as server unavailable",
+                    client, core_.cfg().session_request_timeout.count(), id);
                 core_.probe().session_request_timed_out();
                 finish(id, std::make_error_code(std::errc::timed_out));
             });
@@ -357,13 +359,12 @@ void session_coordinator::handle_event(const proto::session_event& ev,
                   requester = ev.node_id()](bool ok) mutable {
         reply.set_success(ok);
         if (!ok) {
-            spdlog::warn("client {}: session writes failed; CONNECT {} refused",
-                         reply.client_id(), reply.request_id());
+            spdlog::warn("client {}: session writes failed; CONNECT {} refused", reply.client_id(),
+                         reply.request_id());
         }
         auto key = reply.client_id();
         core_.log().produce(core_.topics().session_event_response(requester), std::move(key),
-                            reply.SerializeAsString(), {},
-                            [pending_writes](result<produce_ack> r) {
+                            reply.SerializeAsString(), {}, [pending_writes](result<produce_ack> r) {
                                 if (!r) {
                                     spdlog::warn("session-event reply not written: {}",
                                                  r.error().message());
@@ -496,8 +497,7 @@ void session_coordinator::run_inbox(log_consumer* consumer) {
             }
         }
         if (!next.empty()) {
-            std::vector<std::pair<topic_partition, std::int64_t>> commits(next.begin(),
-                                                                          next.end());
+            std::vector<std::pair<topic_partition, std::int64_t>> commits(next.begin(), next.end());
             (void)consumer->commit(commits);
         }
     }

@@ -117,7 +117,8 @@ class session_coordinator {
     };
     void run_handler(log_consumer* consumer);
     void run_inbox(log_consumer* consumer);
-    void handle_event(const proto::session_event& ev, const std::shared_ptr<countdown>& pending_writes);
+    void handle_event(const proto::session_event& ev,
+                      const std::shared_ptr<countdown>& pending_writes);
     std::optional<session_record> current(const std::string& client_id);
     void forget_partition(std::int32_t partition);
     // Hands the outcome to the waiting requester; false when nobody waits for it any more.

@@ -104,8 +104,7 @@ std::optional<std::string> session_registry::subscriptions_of(std::string_view c
     return it->second;
 }
 
-void session_registry::put_subscriptions(const std::string& client_id,
-                                         std::string serialized_set) {
+void session_registry::put_subscriptions(const std::string& client_id, std::string serialized_set) {
     std::unique_lock lock(subscriptions_mutex_);
     subscriptions_.insert_or_assign(client_id, std::move(serialized_set));
 }

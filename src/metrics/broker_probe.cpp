@@ -61,8 +61,9 @@ broker_probe::broker_probe(prometheus::Registry& registry)
     session_request_timeouts_ =
         &prometheus::BuildCounter()
              .Name("clusterSessionRequestTimeouts_total")
-             .Help("CONNECTs refused because the cluster's session-event handler did not reply "
-                   "in time")
+             .Help(
+                 "CONNECTs refused because the cluster's session-event handler did not reply "
+                 "in time")
              .Register(registry)
              .Add({});
 }
