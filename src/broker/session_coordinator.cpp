@@ -42,6 +42,13 @@ struct write_join {
     }
 };
 
+// The record is written on behalf of the node that holds the session, not the handler's node:
+// state followers treat it as that node's write (its own echo there, a mirror update
+// elsewhere). Same header name as the origin header of the state follower (cluster-state).
+std::vector<log_header> written_for(const std::string& node_id) {
+    return {log_header{"starling-origin-node", node_id}};
+}
+
 proto::client_session to_proto(const session_record& r) {
     proto::client_session s;
     s.set_client_id(r.client_id);
@@ -314,11 +321,12 @@ void session_coordinator::handle_event(const proto::session_event& ev,
             next.session_expiry_interval = ev.session_expiry_interval();
             next.disconnected_at_ms = ev.timestamp_ms();
             core_.log().produce(core_.topics().client_session(), client_id,
-                                to_proto(next).SerializeAsString(), {}, std::move(written));
+                                to_proto(next).SerializeAsString(), written_for(next.node_id),
+                                std::move(written));
             decisions_.insert_or_assign(client_id, std::move(next));
         } else {
-            core_.log().produce(core_.topics().client_session(), client_id, std::string(), {},
-                                std::move(written));
+            core_.log().produce(core_.topics().client_session(), client_id, std::string(),
+                                written_for(prev->node_id), std::move(written));
             decisions_.insert_or_assign(client_id, std::nullopt);
         }
         return;
@@ -386,7 +394,7 @@ void session_coordinator::handle_event(const proto::session_event& ev,
                             [join](result<produce_ack> r) { join->complete(r.has_value()); });
     }
     core_.log().produce(core_.topics().client_session(), client_id,
-                        to_proto(next).SerializeAsString(), {},
+                        to_proto(next).SerializeAsString(), written_for(next.node_id),
                         [join](result<produce_ack> r) { join->complete(r.has_value()); });
     // Decided now, before the acks: the next event of this client (maybe in this very batch)
     // must see this decision, not the mirror's older record.
