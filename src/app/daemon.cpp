@@ -69,6 +69,9 @@ broker::settings broker_settings(const config::broker_config& c) {
     s.msg_all_consumers = static_cast<std::int32_t>(c.queue.msg_all.consumers_count);
     s.poll_interval = c.queue.msg_all.poll_interval;
     s.downlink_partitions = static_cast<std::int32_t>(c.queue.kafka.downlink.partitions);
+    s.session_event_partitions =
+        static_cast<std::int32_t>(c.queue.kafka.client_session_event_partitions);
+    s.session_request_timeout = c.queue.client_session_event_max_request_timeout;
     return s;
 }
 

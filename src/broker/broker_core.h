@@ -40,6 +40,7 @@ class client_subscriptions;
 namespace starling::broker {
 
 class client_actor;
+class session_coordinator;
 
 class broker_core {
   public:
@@ -90,6 +91,12 @@ class broker_core {
     auth::authenticator* authenticator() const { return authenticator_; }
     const auth::blocked_clients* blocked() const { return blocked_; }
 
+    // Cluster mode: the node's session coordinator (CONNECT requests, disconnect and session-end
+    // events). Set by broker::node before any client connects, cleared after every actor
+    // stopped; null in embedded mode.
+    void set_coordinator(session_coordinator* c) { coordinator_ = c; }
+    session_coordinator* coordinator() const { return coordinator_; }
+
     // Refreshes the gauges derived from shared structures (called by the metrics scrape).
     void refresh_gauges();
 
@@ -114,6 +121,7 @@ class broker_core {
     std::atomic<bool> stopping_{false};
     auth::authenticator* authenticator_ = nullptr;
     const auth::blocked_clients* blocked_ = nullptr;
+    session_coordinator* coordinator_ = nullptr;
 };
 
 }  // namespace starling::broker

@@ -1,6 +1,7 @@
 #include "broker/client_actor.h"
 
 #include "broker/broker_core.h"
+#include "broker/session_coordinator.h"
 #include "mqtt/encoder.h"
 #include "mqtt/topic.h"
 
@@ -65,6 +66,12 @@ struct client_actor::connection_state {
     bool wants_response_information = false;
     bool closing = false;
     std::string encode_buffer;
+    // Cluster: the request this connection waits on, and a disconnect for it that overtook the
+    // reply (replies and disconnects travel on different topics, so their order is not kept).
+    std::string request_id;
+    bool moved_before_reply = false;
+    std::string moved_to_node;
+    bool moved_clean_start = false;
 
     bool v5() const { return version == mqtt::protocol_version::v5; }
 };
@@ -269,22 +276,13 @@ void client_actor::on_connect(client_msg::connect&& m) {
     } else {
         expiry = p.clean_start ? 0 : session_never_expires;
     }
-    const bool resumed = !p.clean_start && session_exists_ && persistent_;
-    if (!resumed) {
-        clear_session_state();
-    } else {
-        // Messages sent on the previous connection and still unacknowledged go again with DUP.
-        for (const auto& [id, entry] : inflight_) {
-            if (entry.from_inbox) {
-                sent_before_.insert(id);
-            }
-        }
-        inflight_.clear();
-        queued_.clear();
+    if (core_.cfg().cluster && core_.coordinator() != nullptr) {
+        // Cluster: whether a session exists, and where, is the session-event handler's call.
+        request_cluster_connect(p, expiry, m.id_assigned);
+        return;
     }
-    persistent_ = expiry != 0;
-    session_expiry_ = expiry;
-    session_exists_ = true;
+    const bool resumed = !p.clean_start && session_exists_ && persistent_;
+    begin_session(resumed, expiry);
 
     const std::uint64_t channel_id = conn_->id;
     const bool id_assigned = m.id_assigned;
@@ -305,6 +303,239 @@ void client_actor::on_connect(client_msg::connect&& m) {
             }
             a.complete_connect(channel_id, resumed, id_assigned);
         }));
+}
+
+void client_actor::begin_session(bool resumed, std::uint32_t expiry) {
+    if (!resumed) {
+        clear_session_state();
+    } else {
+        // Messages sent on the previous connection and still unacknowledged go again with DUP.
+        for (const auto& [id, entry] : inflight_) {
+            if (entry.from_inbox) {
+                sent_before_.insert(id);
+            }
+        }
+        inflight_.clear();
+        queued_.clear();
+    }
+    persistent_ = expiry != 0;
+    session_expiry_ = expiry;
+    session_exists_ = true;
+}
+
+void client_actor::request_cluster_connect(const mqtt::connect& p, std::uint32_t expiry,
+                                           bool id_assigned) {
+    auto* coordinator = core_.coordinator();
+    std::string request_id = coordinator->new_request_id();
+    const std::uint64_t channel_id = conn_->id;
+    conn_->request_id = request_id;
+    connect_request req{.client_id = client_id_,
+                        .request_id = request_id,
+                        .clean_start = p.clean_start,
+                        .session_expiry_interval = expiry,
+                        .persistent = expiry != 0,
+                        .protocol_version = static_cast<std::uint32_t>(p.protocol_version)};
+    coordinator->request_connect(req, [self = shared_from_this(), channel_id, request_id, expiry,
+                                       id_assigned](result<connect_grant> r) {
+        self->post([channel_id, request_id, expiry, id_assigned,
+                    r = std::move(r)](client_actor& a) mutable {
+            a.on_cluster_connect_reply(channel_id, request_id, expiry, id_assigned, std::move(r));
+        });
+    });
+}
+
+void client_actor::on_cluster_connect_reply(std::uint64_t channel_id, const std::string& request_id,
+                                            std::uint32_t expiry, bool id_assigned,
+                                            result<connect_grant> r) {
+    auto* coordinator = core_.coordinator();
+    if (!conn_ || conn_->id != channel_id || conn_->closing) {
+        // The connection ended or was replaced before the reply. A session granted to it must
+        // not stay "connected" in client.session (the handler ignores this if a newer
+        // connection replaced it meanwhile).
+        if (r && coordinator != nullptr) {
+            if (expiry != 0) {
+                coordinator->notify_disconnected(client_id_, request_id, expiry);
+            } else {
+                coordinator->notify_session_ended(client_id_, request_id);
+            }
+        }
+        return;
+    }
+    if (!r) {
+        spdlog::warn(
+            "client refused: id={} address={} version={} reason=session coordination "
+            "failed ({})",
+            client_id_, conn_->channel->remote_address(), version_name(conn_->version),
+            r.error().message());
+        mqtt::connack ack;
+        ack.reason_code = mqtt::reason_code::server_unavailable;  // v3: return code 3
+        send_packet(ack);
+        conn_->channel->close();
+        conn_.reset();
+        if (!session_exists_) {
+            stop_actor();
+        }
+        return;
+    }
+    const connect_grant& grant = r.value();
+    const bool previous_here = !session_id_.empty() && session_id_ == grant.previous_session_id;
+    if (!previous_here && !grant.previous_session_id.empty()) {
+        // The session continues from (or replaces) one this actor does not hold: whatever it
+        // still has is older than the handler's view.
+        drop_local_session();
+        if (grant.session_present) {
+            adopt_subscriptions();
+            session_exists_ = true;
+            persistent_ = true;
+        } else {
+            // A clean start replaces a session held elsewhere: its queued messages and
+            // subscriptions end with it.
+            core_.write_subscriptions(client_id_, std::string(), [](status) {});
+            core_.inbox().clear(client_id_, [](status) {});
+            core_.metadata().delete_session_context(client_id_, [](status) {});
+        }
+    }
+    begin_session(grant.session_present, expiry);
+    session_id_ = request_id;
+    const bool moved = conn_->moved_before_reply;
+    const std::string moved_to = conn_->moved_to_node;
+    const bool moved_clean_start = conn_->moved_clean_start;
+    complete_connect(channel_id, grant.session_present, id_assigned);
+    if (moved) {
+        // A newer connection elsewhere already replaced this one: it ends as if the
+        // disconnect had come after the reply.
+        on_session_moved(request_id, moved_to, moved_clean_start);
+    }
+}
+
+void client_actor::session_moved(std::string session_id, std::string new_node_id,
+                                 bool new_clean_start) {
+    post([session_id = std::move(session_id), new_node_id = std::move(new_node_id),
+          new_clean_start](client_actor& a) {
+        a.on_session_moved(session_id, new_node_id, new_clean_start);
+    });
+}
+
+void client_actor::on_session_moved(const std::string& session_id, const std::string& new_node_id,
+                                    bool new_clean_start) {
+    if (!stopped_ && conn_ && !conn_->connack_sent && !session_id.empty() &&
+        session_id == conn_->request_id) {
+        // The disconnect overtook the reply granting this very connection.
+        conn_->moved_before_reply = true;
+        conn_->moved_to_node = new_node_id;
+        conn_->moved_clean_start = new_clean_start;
+        return;
+    }
+    if (stopped_ || !session_exists_ || session_id.empty() || session_id != session_id_) {
+        spdlog::debug("client {}: stale disconnect for session {} ignored", client_id_, session_id);
+        return;
+    }
+    // A connection that got its CONNACK belongs to `session_id`; one still waiting for its
+    // reply is newer and stays.
+    if (conn_ && conn_->connack_sent) {
+        auto old = std::move(conn_);
+        conn_ = nullptr;
+        core_.timers().cancel(old->keep_alive_timer);
+        if (old->v5()) {
+            old->encode_buffer.clear();
+            mqtt::disconnect d;
+            d.reason_code = mqtt::reason_code::session_taken_over;
+            d.properties.reason_string = "another connection took over the session";
+            mqtt::encode(d, old->version, old->encode_buffer);
+            old->channel->send(std::move(old->encode_buffer));
+        }
+        old->channel->close();
+        if (old->will && !old->will_suppressed) {
+            std::uint32_t delay = old->will->properties.will_delay_interval.value_or(0);
+            if (new_clean_start || delay == 0) {
+                publish_will(*old->will);
+            }
+        }
+        connected_.store(false, std::memory_order_release);
+        if (!writable_.exchange(true, std::memory_order_acq_rel)) {
+            core_.probe().non_writable_clients(-1);
+        }
+        pre_connack_.clear();
+        pending_acks_.clear();
+        inbound_unacked_ = 0;
+        core_.probe().client_disconnected();
+        spdlog::info(
+            "client disconnected: id={} address={} version={} reason=session taken over on "
+            "node {}",
+            client_id_, old->channel->remote_address(), version_name(old->version), new_node_id);
+    }
+    drop_local_session();
+    if (!conn_) {
+        retire();
+    }
+}
+
+void client_actor::drop_local_session() {
+    // The session belongs to another node now (or never was this actor's): forget it here
+    // without touching the log, the inbox or the metadata store — the new owner uses them.
+    if (will_timer_) {
+        core_.timers().cancel(will_timer_);
+        will_timer_ = {};
+    }
+    pending_will_.reset();
+    if (expiry_timer_) {
+        core_.timers().cancel(expiry_timer_);
+        expiry_timer_ = {};
+    }
+    ++expiry_generation_;
+    for (const auto& [key, sub] : subscriptions_) {
+        core_.trie().unsubscribe(sub.filter, client_id_, sub.share_group);
+    }
+    subscriptions_.clear();
+    inflight_.clear();
+    queued_.clear();
+    sent_before_.clear();
+    inbound_qos2_.clear();
+    redeliver_all_as_dup_ = false;
+    session_exists_ = false;
+    persistent_ = false;
+    session_id_.clear();
+}
+
+void client_actor::adopt_subscriptions() {
+    auto set = core_.sessions().subscriptions_of(client_id_);
+    if (!set) {
+        return;
+    }
+    proto::client_subscriptions parsed;
+    if (!parsed.ParseFromString(*set)) {
+        spdlog::warn("client {}: undecodable subscription set not adopted", client_id_);
+        return;
+    }
+    for (const auto& ts : parsed.subscriptions()) {
+        stored_subscription sub;
+        sub.filter = ts.topic_filter();
+        sub.share_group = ts.share_name();
+        sub.options.qos = static_cast<mqtt::qos>(std::min<std::uint32_t>(ts.options().qos(), 2));
+        sub.options.no_local = ts.options().no_local();
+        sub.options.retain_as_published = ts.options().retain_as_published();
+        sub.options.retain_handling = static_cast<mqtt::retain_handling>(
+            std::min<std::uint32_t>(ts.options().retain_handling(), 2));
+        if (ts.has_subscription_id()) {
+            sub.subscription_id = ts.subscription_id();
+        }
+        add_subscription(std::move(sub));
+    }
+}
+
+void client_actor::add_subscription(stored_subscription sub) {
+    core_.trie().subscribe(
+        sub.filter,
+        routing::subscription{
+            .client_id = client_id_,
+            .options = {.qos = static_cast<std::uint8_t>(sub.options.qos),
+                        .no_local = sub.options.no_local,
+                        .retain_as_published = sub.options.retain_as_published,
+                        .retain_handling = static_cast<std::uint8_t>(sub.options.retain_handling)},
+            .subscription_identifier = sub.subscription_id,
+            .share_group = sub.share_group});
+    auto key = subscription_key(sub.share_group, sub.filter);
+    subscriptions_.insert_or_assign(std::move(key), std::move(sub));
 }
 
 void client_actor::complete_connect(std::uint64_t channel_id, bool session_present,
@@ -354,7 +585,8 @@ void client_actor::complete_connect(std::uint64_t channel_id, bool session_prese
                                                 .connected = true,
                                                 .session_expiry_interval = session_expiry_,
                                                 .connected_at_ms = core_.now_ms(),
-                                                .node_id = core_.cfg().node_id});
+                                                .node_id = core_.cfg().node_id,
+                                                .session_id = session_id_});
     arm_keep_alive();
 
     if (persistent_) {
@@ -1236,17 +1468,23 @@ void client_actor::end_connection(std::string_view reason) {
     inflight_.clear();
     queued_.clear();
     const std::int64_t now = core_.now_ms();
-    write_session_record(false, [id = client_id_](status st) {
-        if (!st) {
-            spdlog::warn("client {}: session record not written: {}", id, st.error().message());
-        }
-    });
+    if (auto* coordinator = core_.coordinator(); core_.cfg().cluster && coordinator != nullptr) {
+        // Cluster: the session-event handler is the only writer of client.session.
+        coordinator->notify_disconnected(client_id_, session_id_, session_expiry_);
+    } else {
+        write_session_record(false, [id = client_id_](status st) {
+            if (!st) {
+                spdlog::warn("client {}: session record not written: {}", id, st.error().message());
+            }
+        });
+    }
     core_.sessions().put_session(session_record{.client_id = client_id_,
                                                 .persistent = true,
                                                 .connected = false,
                                                 .session_expiry_interval = session_expiry_,
                                                 .disconnected_at_ms = now,
-                                                .node_id = core_.cfg().node_id});
+                                                .node_id = core_.cfg().node_id,
+                                                .session_id = session_id_});
     arm_session_expiry(now);
 }
 
@@ -1328,7 +1566,14 @@ void client_actor::end_session() {
     inflight_.clear();
     queued_.clear();
     core_.sessions().erase_session(client_id_);
-    core_.delete_session(client_id_, [](status) {});
+    if (auto* coordinator = core_.coordinator(); core_.cfg().cluster && coordinator != nullptr) {
+        if (!session_id_.empty()) {
+            coordinator->notify_session_ended(client_id_, session_id_);
+        }
+        session_id_.clear();
+    } else {
+        core_.delete_session(client_id_, [](status) {});
+    }
     core_.write_subscriptions(client_id_, std::string(), [](status) {});
     if (had_persistent_state) {
         core_.inbox().clear(client_id_, [](status) {});
@@ -1387,27 +1632,17 @@ void client_actor::restore_offline_session(std::uint32_t session_expiry_interval
                                            std::int64_t disconnected_at_ms,
                                            std::vector<stored_subscription> subscriptions,
                                            bool was_connected_at_crash,
-                                           std::function<void()> restored) {
-    post([=, subs = std::move(subscriptions),
-          restored = std::move(restored)](client_actor& a) mutable {
+                                           std::function<void()> restored, std::string session_id) {
+    post([=, subs = std::move(subscriptions), restored = std::move(restored),
+          session_id = std::move(session_id)](client_actor& a) mutable {
+        a.session_id_ = std::move(session_id);
         a.persistent_ = true;
         a.session_exists_ = true;
         a.session_expiry_ = session_expiry_interval;
         // After a crash nobody knows which messages were already sent: all go with DUP.
         a.redeliver_all_as_dup_ = was_connected_at_crash;
         for (auto& sub : subs) {
-            a.core_.trie().subscribe(
-                sub.filter, routing::subscription{
-                                .client_id = a.client_id_,
-                                .options = {.qos = static_cast<std::uint8_t>(sub.options.qos),
-                                            .no_local = sub.options.no_local,
-                                            .retain_as_published = sub.options.retain_as_published,
-                                            .retain_handling = static_cast<std::uint8_t>(
-                                                sub.options.retain_handling)},
-                                .subscription_identifier = sub.subscription_id,
-                                .share_group = sub.share_group});
-            auto key = subscription_key(sub.share_group, sub.filter);
-            a.subscriptions_.insert_or_assign(std::move(key), std::move(sub));
+            a.add_subscription(std::move(sub));
         }
         a.arm_session_expiry(disconnected_at_ms);
         if (restored) {

@@ -50,6 +50,7 @@ namespace starling::broker {
 
 class broker_core;
 class client_actor;
+struct connect_grant;
 
 // One copy of a message for one subscriber, as the router decided it.
 struct delivery {
@@ -142,7 +143,15 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     void restore_offline_session(std::uint32_t session_expiry_interval,
                                  std::int64_t disconnected_at_ms,
                                  std::vector<stored_subscription> subscriptions,
-                                 bool was_connected_at_crash, std::function<void()> restored);
+                                 bool was_connected_at_crash, std::function<void()> restored,
+                                 std::string session_id = {});
+
+    // Cluster mode: the session-event handler moved the session `session_id` to `new_node_id`
+    // (client.disconnect.<self>). If it is still this actor's session, the connection gets
+    // DISCONNECT 0x8E (v3: closed), its will goes as for a takeover, and the local state is
+    // dropped without log writes (the session now belongs to the other node). A stale request
+    // (another session id) is ignored. Thread-safe.
+    void session_moved(std::string session_id, std::string new_node_id, bool new_clean_start);
 
   private:
     struct connection_state;
@@ -163,6 +172,16 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     void handle(client_message&& m);
     void on_connect(client_msg::connect&& m);
     void complete_connect(std::uint64_t channel_id, bool session_present, bool id_assigned);
+    void begin_session(bool resumed, std::uint32_t expiry);
+    // Cluster mode (session_coordinator): CONNACK waits for the handler's reply.
+    void request_cluster_connect(const mqtt::connect& p, std::uint32_t expiry, bool id_assigned);
+    void on_cluster_connect_reply(std::uint64_t channel_id, const std::string& request_id,
+                                  std::uint32_t expiry, bool id_assigned, result<connect_grant> r);
+    void on_session_moved(const std::string& session_id, const std::string& new_node_id,
+                          bool new_clean_start);
+    void drop_local_session();
+    void adopt_subscriptions();
+    void add_subscription(stored_subscription sub);
     void on_packet(mqtt::packet&& p);
     void on_publish(mqtt::publish&& p);
     void on_publish_written(std::uint64_t channel_id, std::uint64_t seq, status st);
@@ -232,6 +251,9 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     bool session_exists_ = false;
     std::uint32_t session_expiry_ = 0;
     std::map<std::string, stored_subscription> subscriptions_;  // key: group '\0' filter
+    // Cluster mode: the request id the session-event handler granted to this session (the
+    // client.session record's session_id); empty in embedded mode and while there is none.
+    std::string session_id_;
 
     // Outbound.
     std::map<std::uint16_t, outbound_entry> inflight_;

@@ -32,6 +32,8 @@ node::node(settings cfg, message_log& log, device_inbox& inbox, metadata_store& 
                         .consumers = 1,
                         .instance_name = "downlink-persisted",
                         .forward = false});
+        coordinator_ = std::make_unique<session_coordinator>(*core_);
+        core_->set_coordinator(coordinator_.get());
     }
 }
 
@@ -123,13 +125,21 @@ status node::load_state(std::vector<std::pair<topic_partition, std::int64_t>>& f
         proto::client_session s;
         const bool readable = s.ParseFromString(value);
         if (cluster && readable && s.node_id() != self) {
-            // Another node's client: mirrored, never restored or deleted here.
+            // Another node's client: mirrored, never restored or deleted here; that node (or
+            // the session-event handler) owns its record and its subscriptions.
             follower_->apply_session(client_id, value, s.node_id());
             if (auto it = subscriptions.find(client_id); it != subscriptions.end()) {
                 follower_->apply_subscriptions(client_id, it->second, s.node_id());
                 subscriptions.erase(it);
             }
             ++mirrored;
+            continue;
+        }
+        if (coordinator_ && readable && !s.persistent()) {
+            // Through the handler, the only writer of client.session in cluster mode: the
+            // client may already have reconnected on another node.
+            coordinator_->notify_session_ended(client_id, s.session_id());
+            subscriptions.erase(client_id);
             continue;
         }
         if (!readable || !s.persistent()) {
@@ -140,6 +150,10 @@ status node::load_state(std::vector<std::pair<topic_partition, std::int64_t>>& f
             continue;
         }
         const bool was_connected = s.connected();
+        if (coordinator_ && was_connected) {
+            coordinator_->notify_disconnected(client_id, s.session_id(),
+                                              s.session_expiry_interval());
+        }
         const std::int64_t disconnected_at = was_connected ? now : s.disconnected_at_ms();
         std::vector<stored_subscription> subs;
         if (auto it = subscriptions.find(client_id); it != subscriptions.end()) {
@@ -169,12 +183,13 @@ status node::load_state(std::vector<std::pair<topic_partition, std::int64_t>>& f
                            .connected = false,
                            .session_expiry_interval = s.session_expiry_interval(),
                            .disconnected_at_ms = disconnected_at,
-                           .node_id = core.cfg().node_id});
+                           .node_id = core.cfg().node_id,
+                           .session_id = s.session_id()});
         auto actor = core.actor_for(client_id);
         restores->add();
-        actor->restore_offline_session(s.session_expiry_interval(), disconnected_at,
-                                       std::move(subs), was_connected,
-                                       [restores] { restores->done(); });
+        actor->restore_offline_session(
+            s.session_expiry_interval(), disconnected_at, std::move(subs), was_connected,
+            [restores] { restores->done(); }, s.session_id());
         ++restored;
     }
     if (!restores->wait_until(std::chrono::steady_clock::now() + timeout)) {
@@ -224,6 +239,11 @@ void node::start() {
                                      st.error().message());
         }
     }
+    if (coordinator_) {
+        if (auto st = coordinator_->start(); !st) {
+            throw std::runtime_error("cannot start session coordination: " + st.error().message());
+        }
+    }
     if (auto st = router_->start(); !st) {
         throw std::runtime_error("cannot start msg.all consumers: " + st.error().message());
     }
@@ -267,6 +287,12 @@ void node::stop(std::chrono::milliseconds timeout) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     (void)core_->log().flush(std::max(left, std::chrono::milliseconds(100)));
+    if (coordinator_) {
+        // After the actors' last session events were written: handle those this node's handler
+        // owns, then stop (fails requests still waiting).
+        coordinator_->drain(std::max(left, std::chrono::milliseconds(500)));
+        coordinator_->stop();
+    }
     router_->stop();
     persisted_->stop();
     if (follower_) {

@@ -5,10 +5,12 @@
 // The composition root (src/app) chooses the adapters (embedded or cluster) and the listeners.
 //
 // Start-up order: create topics → load state snapshots (retained, sessions, subscriptions) →
-// restore offline persistent sessions → (cluster mode: start the state follower and the
-// downlink consumers) → start router and consumers. Only then may listeners open. Shutdown: stop
-// accepting (listeners, outside) → tell every actor to shut down (v5 clients get DISCONNECT 0x8B) →
-// flush the log → stop consumers, timers and the dispatcher.
+// restore offline persistent sessions → (cluster mode: state follower, downlink consumers,
+// session coordination) → start router and consumers. In cluster mode only the sessions
+// client.session places on this node are restored; the others are mirrored.
+// Only then may listeners open. Shutdown: stop accepting (listeners, outside) → tell every actor to
+// shut down (v5 clients get DISCONNECT 0x8B) → flush the log → stop consumers, timers and the
+// dispatcher.
 
 #include "actor/dispatcher.h"
 #include "actor/timer_service.h"
@@ -17,6 +19,7 @@
 #include "broker/downlink_consumer.h"
 #include "broker/persisted_consumer.h"
 #include "broker/publish_router.h"
+#include "broker/session_coordinator.h"
 #include "broker/settings.h"
 #include "broker/state_follower.h"
 #include "metrics/registry.h"
@@ -64,6 +67,7 @@ class node {
     std::unique_ptr<state_follower> follower_;
     std::unique_ptr<downlink_consumer> downlink_;
     std::unique_ptr<persisted_consumer> downlink_persisted_;
+    std::unique_ptr<session_coordinator> coordinator_;  // cluster mode only
     metrics::refresher_handle gauges_;
     bool started_ = false;
 };

@@ -95,4 +95,26 @@ void session_registry::for_each_session(
     }
 }
 
+std::optional<std::string> session_registry::subscriptions_of(std::string_view client_id) const {
+    std::shared_lock lock(subscriptions_mutex_);
+    auto it = subscriptions_.find(client_id);
+    if (it == subscriptions_.end()) {
+        return std::nullopt;
+    }
+    return it->second;
+}
+
+void session_registry::put_subscriptions(const std::string& client_id, std::string serialized_set) {
+    std::unique_lock lock(subscriptions_mutex_);
+    subscriptions_.insert_or_assign(client_id, std::move(serialized_set));
+}
+
+void session_registry::erase_subscriptions(std::string_view client_id) {
+    std::unique_lock lock(subscriptions_mutex_);
+    auto it = subscriptions_.find(client_id);
+    if (it != subscriptions_.end()) {
+        subscriptions_.erase(it);
+    }
+}
+
 }  // namespace starling::broker

@@ -32,6 +32,9 @@ struct session_record {
     std::int64_t connected_at_ms = 0;
     std::int64_t disconnected_at_ms = 0;
     std::string node_id;
+    // Id of the connection that created the record (client_session.session_id); in cluster mode
+    // the request id the session-event handler granted. Empty in embedded mode.
+    std::string session_id;
 };
 
 struct string_hash {
@@ -61,12 +64,22 @@ class session_registry {
     std::size_t session_count() const;
     void for_each_session(const std::function<void(const session_record&)>& fn) const;
 
+    // Mirror of client.subscriptions (value: a serialized proto::client_subscriptions), for a
+    // session that moves to this node from another one (cluster mode). Filled by the follower
+    // of client.subscriptions; until something calls put_subscriptions, subscriptions_of
+    // returns nothing and a moved session starts without subscriptions.
+    std::optional<std::string> subscriptions_of(std::string_view client_id) const;
+    void put_subscriptions(const std::string& client_id, std::string serialized_set);
+    void erase_subscriptions(std::string_view client_id);
+
   private:
     mutable std::shared_mutex actors_mutex_;
     std::unordered_map<std::string, std::shared_ptr<client_actor>, string_hash, std::equal_to<>>
         actors_;
     mutable std::shared_mutex sessions_mutex_;
     std::unordered_map<std::string, session_record, string_hash, std::equal_to<>> sessions_;
+    mutable std::shared_mutex subscriptions_mutex_;
+    std::unordered_map<std::string, std::string, string_hash, std::equal_to<>> subscriptions_;
 };
 
 }  // namespace starling::broker

@@ -99,6 +99,12 @@ void state_follower::apply_subscriptions(const std::string& client_id, std::stri
             subs.emplace_back(ts.topic_filter(), std::move(sub));
         }
     }
+    // The raw set too: a session taken over from that node adopts it (client_actor).
+    if (value.empty()) {
+        core_.sessions().erase_subscriptions(client_id);
+    } else {
+        core_.sessions().put_subscriptions(client_id, std::string(value));
+    }
     auto& trie = core_.trie();
     std::lock_guard lock(mirror_mutex_);
     auto it = mirrored_.find(client_id);

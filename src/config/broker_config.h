@@ -238,6 +238,7 @@ struct kafka_section {
     std::string kafka_prefix;         // topic names are <prefix>.<name>; empty = no prefix
     kafka_topic_section msg_all;
     kafka_downlink_section downlink;
+    std::uint32_t client_session_event_partitions{};  // client.session.event.request
 
     friend bool operator==(const kafka_section&, const kafka_section&) = default;
 };
@@ -254,6 +255,8 @@ struct queue_section {
     msg_all_queue_section msg_all;
     kafka_section kafka;
     embedded_queue_section embedded;
+    // Cluster: how long a CONNECT waits for the session-event handler's reply.
+    std::chrono::milliseconds client_session_event_max_request_timeout{};
 
     friend bool operator==(const queue_section&, const queue_section&) = default;
 };

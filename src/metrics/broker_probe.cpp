@@ -58,7 +58,17 @@ broker_probe::broker_probe(prometheus::Registry& registry)
     for (std::size_t i = 0; i < drop_reason_count; ++i) {
         dropped_[i] = &dropped.Add({{"reason", std::string(drop_reason_names[i])}});
     }
+    session_request_timeouts_ =
+        &prometheus::BuildCounter()
+             .Name("clusterSessionRequestTimeouts_total")
+             .Help(
+                 "CONNECTs refused because the cluster's session-event handler did not reply "
+                 "in time")
+             .Register(registry)
+             .Add({});
 }
+
+void broker_probe::session_request_timed_out() { session_request_timeouts_->Increment(); }
 
 void broker_probe::client_connected() { connected_.Increment(); }
 void broker_probe::client_disconnected() { connected_.Decrement(); }

@@ -57,6 +57,8 @@ class broker_probe {
     void publish_sent(std::uint8_t qos);         // outgoingPublishMsgs_total{qos}
     void message_dropped(drop_reason reason, std::uint64_t count = 1);  // droppedMsgs_total
     void non_writable_clients(std::int64_t delta);                      // nonWritableClients
+    // Cluster: a CONNECT got no session-event reply in time (clusterSessionRequestTimeouts_total).
+    void session_request_timed_out();
 
   private:
     prometheus::Gauge& connected_;
@@ -68,6 +70,7 @@ class broker_probe {
     std::array<prometheus::Counter*, 3> received_{};
     std::array<prometheus::Counter*, 3> sent_{};
     std::array<prometheus::Counter*, drop_reason_count> dropped_{};
+    prometheus::Counter* session_request_timeouts_ = nullptr;
 };
 
 }  // namespace starling::metrics

@@ -1,0 +1,412 @@
+// Cluster session coordination (ARCHITECTURE.md §4): two or three broker::node instances in
+// one process share one embedded message log (and one device inbox and metadata store, as
+// cluster nodes share Redis and PostgreSQL). Clients are fake channels, as in
+// client_actor_test.cpp. Every CONNECT goes through client.session.event.request, the handler
+// of whichever node owns the client's partition, and the reply topic of the requester.
+
+#include "adapters/embedded/device_inbox.h"
+#include "adapters/embedded/message_log.h"
+#include "adapters/embedded/sqlite_metadata_store.h"
+#include "broker/client_actor.h"
+#include "broker/node.h"
+#include "broker/session_coordinator.h"
+#include "broker/state_loader.h"
+#include "metrics/registry.h"
+#include "mqtt/decoder.h"
+
+#include "proto/starling.pb.h"
+#include "support/temp_dir.h"
+#include <gtest/gtest.h>
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+namespace starling::broker {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Records the bytes an actor sends and decodes them as a client would.
+class fake_channel final : public client_channel {
+  public:
+    fake_channel(std::uint64_t id, mqtt::protocol_version v)
+        : id_(id), decoder_(mqtt::decoder_limits{}, mqtt::decoder_role::client) {
+        decoder_.set_protocol_version(v);
+    }
+
+    void send(std::string bytes) override {
+        std::lock_guard lock(mutex_);
+        decoder_.feed(bytes);
+        for (;;) {
+            auto r = decoder_.next();
+            auto* p = std::get_if<mqtt::packet>(&r);
+            if (p == nullptr) {
+                break;
+            }
+            packets_.push_back(std::move(*p));
+        }
+        cv_.notify_all();
+    }
+    void close() override {
+        std::lock_guard lock(mutex_);
+        closed_ = true;
+        cv_.notify_all();
+    }
+    bool writable() const override { return true; }
+    void resume_reading() override {}
+    bool reading_paused() const override { return false; }
+    const std::string& remote_address() const override { return address_; }
+    std::uint64_t id() const override { return id_; }
+
+    std::optional<mqtt::packet> next(std::chrono::milliseconds timeout = 10s) {
+        std::unique_lock lock(mutex_);
+        if (!cv_.wait_for(lock, timeout, [&] { return !packets_.empty(); })) {
+            return std::nullopt;
+        }
+        auto p = std::move(packets_.front());
+        packets_.pop_front();
+        return p;
+    }
+    template <class T>
+    std::optional<T> expect(std::chrono::milliseconds timeout = 10s) {
+        auto p = next(timeout);
+        if (!p) {
+            ADD_FAILURE() << "no packet within timeout";
+            return std::nullopt;
+        }
+        auto* t = std::get_if<T>(&*p);
+        if (t == nullptr) {
+            ADD_FAILURE() << "unexpected packet " << mqtt::to_string(mqtt::type_of(*p));
+            return std::nullopt;
+        }
+        return *t;
+    }
+    bool wait_closed(std::chrono::milliseconds timeout = 10s) {
+        std::unique_lock lock(mutex_);
+        return cv_.wait_for(lock, timeout, [&] { return closed_; });
+    }
+    bool closed() {
+        std::lock_guard lock(mutex_);
+        return closed_;
+    }
+
+  private:
+    std::uint64_t id_;
+    std::string address_ = "127.0.0.1:1";
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    mqtt::decoder decoder_;
+    std::deque<mqtt::packet> packets_;
+    bool closed_ = false;
+};
+
+// Polls `condition` until it holds or the deadline passes (state owned by other threads that
+// offer no notification, such as an actor's connected flag).
+template <class F>
+bool eventually(F&& condition, std::chrono::milliseconds timeout = 10s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!condition()) {
+        if (std::chrono::steady_clock::now() > deadline) {
+            return false;
+        }
+        std::this_thread::sleep_for(5ms);  // polling interval, bounded by the deadline
+    }
+    return true;
+}
+
+class cluster_fixture : public ::testing::Test {
+  protected:
+    static constexpr std::size_t node_count = 2;
+
+    void SetUp() override {
+        adapters::embedded::embedded_log_config log_cfg;
+        log_cfg.data_dir = dir_.path();
+        log_ = std::move(adapters::embedded::embedded_message_log::open(log_cfg).value());
+        adapters::embedded::embedded_device_inbox::options inbox_opts;
+        inbox_opts.data_dir = dir_.path();
+        inbox_ = std::move(
+            adapters::embedded::embedded_device_inbox::open(inbox_opts, system_clock::instance())
+                .value());
+        adapters::embedded::sqlite_metadata_store::options meta_opts;
+        meta_opts.data_dir = dir_.path();
+        metadata_ = std::move(
+            adapters::embedded::sqlite_metadata_store::open(meta_opts, system_clock::instance())
+                .value());
+        for (std::size_t i = 0; i < node_count; ++i) {
+            settings s;
+            s.node_id = std::string("node-") + static_cast<char>('a' + i);
+            s.cluster = true;
+            s.msg_all_partitions = 2;
+            s.msg_all_consumers = 1;
+            s.msg_persisted_partitions = 1;
+            s.msg_persisted_consumers = 1;
+            s.session_event_partitions = 4;
+            s.session_request_timeout = request_timeout_;
+            s.poll_interval = 10ms;
+            nodes_[i] = std::make_unique<node>(s, *log_, *inbox_, *metadata_, metrics_[i], 2);
+            nodes_[i]->start();
+        }
+    }
+
+    void TearDown() override {
+        held_actors_.clear();
+        for (auto& n : nodes_) {
+            if (n) {
+                n->stop(2s);
+                n.reset();
+            }
+        }
+        log_->stop();
+        inbox_->stop();
+        metadata_->stop();
+    }
+
+    node& at(std::size_t i) { return *nodes_[i]; }
+
+    // Sends a CONNECT to the client's actor on node `i`; the CONNACK is for the caller to read.
+    std::shared_ptr<fake_channel> start_connect(std::size_t i, const std::string& client_id,
+                                                bool clean_start, mqtt::protocol_version v,
+                                                std::uint32_t session_expiry = 0) {
+        auto channel = std::make_shared<fake_channel>(++next_channel_id_, v);
+        mqtt::connect c;
+        c.protocol_version = v;
+        c.client_id = client_id;
+        c.clean_start = clean_start;
+        c.keep_alive = 60;
+        if (v == mqtt::protocol_version::v5 && session_expiry != 0) {
+            c.properties.session_expiry_interval = session_expiry;
+        }
+        auto actor = at(i).core().actor_for(client_id);
+        EXPECT_TRUE(
+            actor->tell_control(client_msg::connect{.channel = channel, .packet = std::move(c)}));
+        // As a connection does: an actor that stops while the CONNECT waits in its mailbox
+        // forwards it to its successor, but only while someone holds it.
+        held_actors_.push_back(std::move(actor));
+        return channel;
+    }
+
+    std::shared_ptr<fake_channel> connect(std::size_t i, const std::string& client_id,
+                                          bool clean_start, bool expect_present,
+                                          mqtt::protocol_version v = mqtt::protocol_version::v5,
+                                          std::uint32_t session_expiry = 0) {
+        auto channel = start_connect(i, client_id, clean_start, v, session_expiry);
+        auto ack = channel->expect<mqtt::connack>();
+        EXPECT_TRUE(ack.has_value());
+        if (ack) {
+            EXPECT_EQ(ack->reason_code, mqtt::reason_code::success);
+            EXPECT_EQ(ack->session_present, expect_present);
+        }
+        return channel;
+    }
+
+    bool connected_on(std::size_t i, const std::string& client_id) {
+        auto actor = at(i).core().sessions().find_actor(client_id);
+        return actor && actor->connected();
+    }
+
+    std::size_t live_sessions(const std::string& client_id) {
+        std::size_t live = 0;
+        for (std::size_t i = 0; i < node_count; ++i) {
+            live += connected_on(i, client_id) ? 1 : 0;
+        }
+        return live;
+    }
+
+    // client.session as a node starting now would load it.
+    std::optional<proto::client_session> session_record_of(const std::string& client_id) {
+        auto state = load_compacted_topic(*log_, at(0).core().topics().client_session(),
+                                          "test-reader-" + std::to_string(++readers_), 10s);
+        EXPECT_TRUE(state.has_value());
+        if (!state) {
+            return std::nullopt;
+        }
+        auto it = state.value().find(client_id);
+        if (it == state.value().end()) {
+            return std::nullopt;
+        }
+        proto::client_session s;
+        EXPECT_TRUE(s.ParseFromString(it->second));
+        return s;
+    }
+
+    std::chrono::milliseconds request_timeout_ = 10s;
+    testing::temp_dir dir_;
+    std::array<metrics::registry, node_count> metrics_;
+    std::unique_ptr<adapters::embedded::embedded_message_log> log_;
+    std::unique_ptr<adapters::embedded::embedded_device_inbox> inbox_;
+    std::unique_ptr<adapters::embedded::sqlite_metadata_store> metadata_;
+    std::array<std::unique_ptr<node>, node_count> nodes_;
+    std::atomic<std::uint64_t> next_channel_id_{0};
+    int readers_ = 0;
+    std::vector<std::shared_ptr<client_actor>> held_actors_;
+};
+
+TEST_F(cluster_fixture, connect_on_another_node_takes_the_session_over) {
+    auto on_a = connect(0, "dev-1", false, false, mqtt::protocol_version::v5, 300);
+    ASSERT_TRUE(eventually([&] { return connected_on(0, "dev-1"); }));
+
+    // The persistent session existed and clean start is false: Session Present on node B.
+    auto on_b = connect(1, "dev-1", false, true, mqtt::protocol_version::v5, 300);
+
+    auto d = on_a->expect<mqtt::disconnect>();
+    ASSERT_TRUE(d.has_value());
+    EXPECT_EQ(d->reason_code, mqtt::reason_code::session_taken_over);
+    EXPECT_TRUE(on_a->wait_closed());
+    EXPECT_FALSE(on_b->closed());
+    // The actor marks itself connected right after writing CONNACK.
+    ASSERT_TRUE(eventually([&] { return !connected_on(0, "dev-1") && connected_on(1, "dev-1"); }));
+    EXPECT_EQ(live_sessions("dev-1"), 1U);
+
+    auto record = session_record_of("dev-1");
+    ASSERT_TRUE(record.has_value());
+    EXPECT_EQ(record->node_id(), "node-b");
+    EXPECT_TRUE(record->connected());
+    EXPECT_TRUE(record->persistent());
+}
+
+TEST_F(cluster_fixture, clean_start_on_another_node_reports_no_session_present) {
+    auto on_a = connect(0, "dev-2", false, false, mqtt::protocol_version::v5, 300);
+    auto on_b = connect(1, "dev-2", true, false, mqtt::protocol_version::v5, 300);
+    auto d = on_a->expect<mqtt::disconnect>();
+    ASSERT_TRUE(d.has_value());
+    EXPECT_EQ(d->reason_code, mqtt::reason_code::session_taken_over);
+    ASSERT_TRUE(eventually([&] { return !connected_on(0, "dev-2") && connected_on(1, "dev-2"); }));
+    EXPECT_EQ(live_sessions("dev-2"), 1U);
+}
+
+TEST_F(cluster_fixture, v3_client_taken_over_on_another_node_is_closed) {
+    auto on_a = connect(0, "dev-3", true, false, mqtt::protocol_version::v3_1_1);
+    auto on_b = connect(1, "dev-3", true, false, mqtt::protocol_version::v3_1_1);
+    EXPECT_TRUE(on_a->wait_closed());
+    // v3 has no DISCONNECT from the server: the connection is just closed.
+    EXPECT_FALSE(on_a->next(0ms).has_value());
+    ASSERT_TRUE(eventually([&] { return !connected_on(0, "dev-3") && connected_on(1, "dev-3"); }));
+}
+
+TEST_F(cluster_fixture, offline_persistent_session_moves_with_its_client) {
+    auto on_a = connect(0, "dev-4", false, false, mqtt::protocol_version::v5, 300);
+    mqtt::subscribe s;
+    s.packet_id = 1;
+    s.subscriptions.push_back({"t/dev-4", {.qos = mqtt::qos::at_least_once}});
+    auto actor_a = at(0).core().actor_for("dev-4");
+    ASSERT_TRUE(actor_a->tell(client_msg::packet{on_a->id(), s}));
+    ASSERT_TRUE(on_a->expect<mqtt::suback>().has_value());
+    EXPECT_EQ(at(0).core().trie().subscription_count(), 1U);
+    ASSERT_TRUE(actor_a->tell(client_msg::packet{on_a->id(), mqtt::disconnect{}}));
+    ASSERT_TRUE(on_a->wait_closed());
+    // The handler marks the session offline (on node A) once the DISCONNECTED event is read.
+    ASSERT_TRUE(eventually(
+        [&] {
+            auto r = session_record_of("dev-4");
+            return r && !r->connected() && r->node_id() == "node-a";
+        },
+        10s));
+
+    auto on_b = connect(1, "dev-4", false, true, mqtt::protocol_version::v5, 300);
+    // Node A lets go of the session: its subscriptions leave A's trie (B takes them from the
+    // client.subscriptions mirror once that is followed).
+    ASSERT_TRUE(eventually([&] { return at(0).core().trie().subscription_count() == 0; }));
+    ASSERT_TRUE(eventually([&] { return connected_on(1, "dev-4"); }));
+    EXPECT_EQ(live_sessions("dev-4"), 1U);
+    auto record = session_record_of("dev-4");
+    ASSERT_TRUE(record.has_value());
+    EXPECT_EQ(record->node_id(), "node-b");
+}
+
+TEST_F(cluster_fixture, simultaneous_connects_on_two_nodes_leave_one_live_session) {
+    for (int round = 0; round < 30; ++round) {
+        const std::string id = "race-" + std::to_string(round);
+        auto on_a = start_connect(0, id, true, mqtt::protocol_version::v5);
+        auto on_b = start_connect(1, id, true, mqtt::protocol_version::v5);
+        // Both are granted, in the handler's order; the one granted first is then taken over.
+        auto ack_a = on_a->expect<mqtt::connack>();
+        auto ack_b = on_b->expect<mqtt::connack>();
+        ASSERT_TRUE(ack_a && ack_b) << "round " << round;
+        EXPECT_EQ(ack_a->reason_code, mqtt::reason_code::success);
+        EXPECT_EQ(ack_b->reason_code, mqtt::reason_code::success);
+        ASSERT_TRUE(eventually([&] { return on_a->closed() != on_b->closed(); }))
+            << "round " << round << ": exactly one connection must be closed";
+        const std::size_t winner = on_a->closed() ? 1 : 0;
+        auto& loser = winner == 0 ? on_b : on_a;
+        auto d = loser->expect<mqtt::disconnect>();
+        ASSERT_TRUE(d.has_value()) << "round " << round;
+        EXPECT_EQ(d->reason_code, mqtt::reason_code::session_taken_over);
+        ASSERT_TRUE(eventually([&] { return connected_on(winner, id); })) << "round " << round;
+        EXPECT_EQ(live_sessions(id), 1U) << "round " << round;
+        auto record = session_record_of(id);
+        ASSERT_TRUE(record.has_value());
+        EXPECT_EQ(record->node_id(), winner == 0 ? "node-a" : "node-b") << "round " << round;
+        EXPECT_TRUE(record->connected());
+    }
+}
+
+TEST_F(cluster_fixture, a_stopping_node_records_its_sessions_as_disconnected) {
+    auto keep = connect(0, "keep-1", false, false, mqtt::protocol_version::v5, 300);
+    auto temp = connect(0, "temp-1", true, false, mqtt::protocol_version::v5);
+    ASSERT_TRUE(session_record_of("keep-1").has_value());
+    ASSERT_TRUE(session_record_of("temp-1").has_value());
+
+    nodes_[0]->stop(2s);
+    EXPECT_TRUE(keep->wait_closed());
+    EXPECT_TRUE(temp->wait_closed());
+    // The persistent session stays, offline, on node A; the other one is gone.
+    EXPECT_TRUE(eventually([&] {
+        auto r = session_record_of("keep-1");
+        return r && !r->connected() && r->node_id() == "node-a";
+    }));
+    EXPECT_TRUE(eventually([&] { return !session_record_of("temp-1").has_value(); }));
+}
+
+class cluster_fixture_short_bound : public cluster_fixture {
+  protected:
+    cluster_fixture_short_bound() { request_timeout_ = 300ms; }
+};
+
+double timeouts_counted(metrics::registry& registry) {
+    const std::string text = registry.serialize();
+    const std::string key = "\nclusterSessionRequestTimeouts_total ";
+    auto pos = text.find(key);
+    return pos == std::string::npos ? -1.0 : std::stod(text.substr(pos + key.size()));
+}
+
+TEST_F(cluster_fixture_short_bound, no_handler_reply_refuses_the_connect_with_server_unavailable) {
+    for (std::size_t i = 0; i < node_count; ++i) {
+        at(i).core().coordinator()->pause_handler_for_test(true);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    auto v5 = start_connect(0, "lonely-5", true, mqtt::protocol_version::v5);
+    auto v3 = start_connect(0, "lonely-3", true, mqtt::protocol_version::v3_1_1);
+    auto ack5 = v5->expect<mqtt::connack>(5s);
+    auto ack3 = v3->expect<mqtt::connack>(5s);
+    const auto elapsed = std::chrono::steady_clock::now() - start;
+    ASSERT_TRUE(ack5 && ack3);
+    EXPECT_EQ(ack5->reason_code, mqtt::reason_code::server_unavailable);  // 0x88
+    // v3 return code 3 (Server unavailable) decodes to the same reason code.
+    EXPECT_EQ(ack3->reason_code, mqtt::reason_code::server_unavailable);
+    EXPECT_GE(elapsed, 300ms);
+    EXPECT_LT(elapsed, 5s);
+    EXPECT_TRUE(v5->wait_closed());
+    EXPECT_TRUE(v3->wait_closed());
+    EXPECT_EQ(timeouts_counted(metrics_[0]), 2.0);
+    EXPECT_EQ(at(0).core().coordinator()->pending_requests(), 0U);
+    EXPECT_FALSE(connected_on(0, "lonely-5"));
+
+    // With the handler back, a new CONNECT is served.
+    for (std::size_t i = 0; i < node_count; ++i) {
+        at(i).core().coordinator()->pause_handler_for_test(false);
+    }
+    auto again = connect(0, "lonely-5", true, false);
+    EXPECT_TRUE(eventually([&] { return connected_on(0, "lonely-5"); }));
+    // The late grant of the abandoned lonely-3 request does not leave a "connected" session.
+    EXPECT_TRUE(eventually([&] { return !session_record_of("lonely-3").has_value(); }));
+    auto record = session_record_of("lonely-5");
+    ASSERT_TRUE(record.has_value());
+    EXPECT_TRUE(record->connected());
+}
+
+}  // namespace
+}  // namespace starling::broker
