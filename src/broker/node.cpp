@@ -37,6 +37,7 @@ status node::create_topics() {
         {t.msg_retained(), 1, -1, -1, true},
         {t.client_session(), 1, -1, -1, true},
         {t.client_subscriptions(), 1, -1, -1, true},
+        {t.sys_app_removed(), 1, cfg.msg_all_retention_ms, -1, false},
     };
     for (const auto& spec : specs) {
         if (auto st = core_->log().create_topic(spec); !st) {
@@ -118,7 +119,9 @@ status node::load_state() {
                            .connected = false,
                            .session_expiry_interval = s.session_expiry_interval(),
                            .disconnected_at_ms = disconnected_at,
-                           .node_id = core.cfg().node_id});
+                           .node_id = core.cfg().node_id,
+                           .type = s.client_type() == "APPLICATION" ? client_type::application
+                                                                    : client_type::device});
         auto actor = core.actor_for(client_id);
         restores->add();
         actor->restore_offline_session(s.session_expiry_interval(), disconnected_at,

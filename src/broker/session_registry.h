@@ -11,6 +11,8 @@
 // makes "create unless present" and "remove only if still mine" atomic with respect to each
 // other.
 
+#include "starling/metadata_store.h"
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -32,6 +34,8 @@ struct session_record {
     std::int64_t connected_at_ms = 0;
     std::int64_t disconnected_at_ms = 0;
     std::string node_id;
+    // From authentication; decides the route of a persistent session's QoS 1/2 copies.
+    client_type type = client_type::device;
 };
 
 struct string_hash {

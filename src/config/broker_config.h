@@ -186,9 +186,19 @@ struct kafka_topic_section {
     friend bool operator==(const kafka_topic_section&, const kafka_topic_section&) = default;
 };
 
+struct kafka_application_section {
+    std::chrono::milliseconds retention{};  // -1 ms = keep forever
+    std::int64_t retention_bytes{};         // per topic; -1 = unbounded
+
+    friend bool operator==(const kafka_application_section&,
+                           const kafka_application_section&) = default;
+};
+
 struct kafka_section {
     std::string kafka_prefix;  // topic names are <prefix>.<name>; empty = no prefix
     kafka_topic_section msg_all;
+    // msg.app.<clientId>: one topic per persistent APPLICATION client.
+    kafka_application_section application_persisted_msg;
 
     friend bool operator==(const kafka_section&, const kafka_section&) = default;
 };
