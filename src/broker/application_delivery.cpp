@@ -65,12 +65,6 @@ void app_consumer::set_commit(std::int64_t next_offset) {
 }
 
 bool app_consumer::setup() {
-    if (opts_.delete_first) {
-        // Clean start: the backlog goes with the topic (and, in both adapters, the group's
-        // committed offset with it).
-        (void)log_.delete_topic(opts_.topic);
-        opts_.delete_first = false;
-    }
     if (auto st = log_.create_topic(opts_.spec); !st) {
         spdlog::warn("APPLICATION topic {} not created: {}", opts_.topic, st.error().message());
         return false;
@@ -183,14 +177,19 @@ void application_session::connect(bool resumed, std::function<void(std::function
         next_offset_ = -1;
         loaded_ = true;
         core_.metadata().delete_application_context(client_id_, [](status) {});
-        start_consumer(/*delete_first=*/true);
+        // The backlog goes with the topic (both log adapters drop the group's committed offset
+        // with it). Before CONNACK, on this thread: a copy routed after the new session began
+        // must land in the new topic, not in one a consumer thread deletes a moment later.
+        const std::string topic = core_.topics().msg_app(client_id_);
+        (void)core_.log().delete_topic(topic);
+        start_consumer();
         return;
     }
     if (loaded_) {
         for (const auto& [offset, id] : pubrel_) {
             pubrels_to_send_.push_back(id);
         }
-        start_consumer(false);
+        start_consumer();
         return;
     }
     // First connection of this session on this node (after a restart, or the session moved):
@@ -225,22 +224,26 @@ void application_session::connect(bool resumed, std::function<void(std::function
                     }
                 }
                 loaded_ = true;
-                start_consumer(false);
+                start_consumer();
                 wake_();
             });
         });
 }
 
-void application_session::start_consumer(bool delete_first) {
+void application_session::start_consumer() {
     const auto& cfg = core_.cfg();
     app_consumer::options opts;
     opts.topic = core_.topics().msg_app(client_id_);
     opts.group = core_.topics().msg_app_group(client_id_);
     opts.spec =
         topic_spec{opts.topic, 1, cfg.app_msg_retention_ms, cfg.app_msg_retention_bytes, false};
-    opts.delete_first = delete_first;
     opts.buffer_limit = std::max<std::size_t>(1, cfg.app_msg_buffer_records);
     opts.poll_interval = cfg.poll_interval;
+    if (auto st = core_.log().create_topic(opts.spec); !st) {
+        // The consumer thread retries; until then the router's writes fail and are retried.
+        spdlog::warn("client {}: APPLICATION topic {} not created: {}", client_id_, opts.topic,
+                     st.error().message());
+    }
     consumer_ = std::make_unique<app_consumer>(core_.log(), std::move(opts), wake_);
     update_commit();
     consumer_->start();
@@ -283,7 +286,7 @@ void application_session::remove(bool type_changed) {
     next_offset_ = -1;
     loaded_ = true;
     const std::string topic = core_.topics().msg_app(client_id_);
-    // A blocking admin call on the actor's thread, once per ended APPLICATION session.
+    // A blocking admin call on the actor's thread (as at clean start), once per ended session.
     // TODO(app-clients): hand it to the metadata/admin pool when one exists for the log.
     (void)core_.log().delete_topic(topic);
     core_.metadata().delete_application_context(client_id_, [](status) {});

@@ -11,8 +11,8 @@
 //
 // Two classes:
 //
-// app_consumer — one consumer thread per connected APPLICATION client. It creates the topic
-//   (idempotent; after deleting it first on clean start), reads partition 0 with manual
+// app_consumer — one consumer thread per connected APPLICATION client. It makes sure the topic
+//   exists (idempotent), reads partition 0 with manual
 //   assignment under the group <prefix>.app.<clientId>, and keeps at most `buffer_limit`
 //   records in a buffer the actor drains. A full buffer pauses the partition, so a full
 //   in-flight window or a non-writable channel (the actor stops draining) stops the reading;
@@ -63,7 +63,6 @@ class app_consumer {
         std::string topic;
         std::string group;
         topic_spec spec;
-        bool delete_first = false;  // clean start: drop the backlog before reading
         std::size_t buffer_limit = 1000;
         std::chrono::milliseconds poll_interval{100};
     };
@@ -142,7 +141,7 @@ class application_session {
     std::size_t in_flight_for_test() const { return publish_.size() + pubrel_.size(); }
 
   private:
-    void start_consumer(bool delete_first);
+    void start_consumer();
     void update_commit();
     void save();
     std::optional<std::int64_t> lowest_unacknowledged() const;

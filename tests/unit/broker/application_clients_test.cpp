@@ -280,14 +280,22 @@ class application_clients : public broker_fixture {
     // Records in the client's own topic (where the router put its copies).
     std::int64_t app_topic_end(const std::string& id) {
         const auto topic = node_->core().topics().msg_app(id);
-        auto consumer = log_->create_consumer(consumer_spec{.group_id = "probe",
-                                                            .assignment = {{topic, 0}}});
+        auto consumer =
+            log_->create_consumer(consumer_spec{.group_id = "probe", .assignment = {{topic, 0}}});
         if (!consumer) {
             return -1;
         }
         auto end = consumer.value()->end_offset({topic, 0});
         consumer.value()->close();
         return end ? end.value() : -1;
+    }
+    // Waits (bounded) until the router put `n` copies into the client's topic.
+    void wait_routed(const std::string& id, std::int64_t n) {
+        const auto deadline = std::chrono::steady_clock::now() + 10s;
+        while (app_topic_end(id) < n && std::chrono::steady_clock::now() < deadline) {
+            std::this_thread::yield();
+        }
+        ASSERT_EQ(app_topic_end(id), n);
     }
     void restart() {
         close();
@@ -317,7 +325,6 @@ TEST_F(application_clients, missed_messages_arrive_in_order_after_reconnect) {
     const auto started = std::chrono::steady_clock::now();
     publish_many(node_->core(), "app/x", 1, n);
     auto ch = resume("app1");
-    EXPECT_EQ(app_topic_end("app1"), n);  // the route: the client's topic, not the inbox
     for (int i = 1; i <= n; ++i) {
         auto msg = ch->expect<mqtt::publish>(10s);
         ASSERT_EQ(msg.payload, std::to_string(i));
@@ -329,6 +336,7 @@ TEST_F(application_clients, missed_messages_arrive_in_order_after_reconnect) {
                      std::chrono::steady_clock::now() - started)
                      .count()
               << " ms\n";
+    EXPECT_EQ(app_topic_end("app1"), n);  // the route: the client's topic, not the inbox
     // Everything was acknowledged: the next connection gets nothing again.
     disconnect("app1", *ch);
     auto again = resume("app1");
@@ -443,6 +451,7 @@ TEST_F(application_clients, expired_message_is_skipped_at_read_time) {
 TEST_F(application_clients, clean_start_discards_the_backlog) {
     offline_subscriber("app6");
     publish_many(node_->core(), "app/x", 1, 3);
+    wait_routed("app6", 3);  // in the old session's topic before the clean start
     auto ch = connect("app6", true, mqtt::protocol_version::v5, expiry, false);
     subscribe("app6", *ch, "app/#", mqtt::qos::at_least_once);
     publish_many(node_->core(), "app/x", 4, 1);

@@ -82,6 +82,9 @@ TEST(config_loader, shipped_file_yields_the_documented_defaults) {
     EXPECT_EQ(c.queue.kafka.kafka_prefix, "starling");
     EXPECT_EQ(c.queue.kafka.msg_all.partitions, 16U);
     EXPECT_EQ(c.queue.kafka.msg_all.retention, std::chrono::milliseconds(604800000));
+    EXPECT_EQ(c.queue.kafka.application_persisted_msg.retention,
+              std::chrono::milliseconds(604800000));
+    EXPECT_EQ(c.queue.kafka.application_persisted_msg.retention_bytes, 1048576000);
     EXPECT_EQ(c.queue.embedded.fsync, fsync_policy::interval);
     EXPECT_EQ(c.queue.embedded.fsync_interval, 1000ms);
     EXPECT_EQ(c.queue.embedded.segment_bytes, 67108864U);
@@ -566,6 +569,11 @@ INSTANTIATE_TEST_SUITE_P(
                   "is out of range"},
         bad_value{"TB_KAFKA_MSG_ALL_RETENTION_MS", "0", "queue.kafka.msg-all.retention-ms",
                   "would delete every record"},
+        bad_value{"TB_KAFKA_APP_PERSISTED_MSG_RETENTION_MS", "0",
+                  "queue.kafka.application-persisted-msg.retention-ms",
+                  "would delete every record"},
+        bad_value{"TB_KAFKA_APP_PERSISTED_MSG_RETENTION_BYTES", "-2",
+                  "queue.kafka.application-persisted-msg.retention-bytes", "is out of range"},
         bad_value{"STARLING_EMBEDDED_FSYNC", "sometimes", "queue.embedded.fsync",
                   "is not one of: none, interval, always"},
         bad_value{"STARLING_EMBEDDED_SEGMENT_BYTES", "-5", "queue.embedded.segment-bytes",
