@@ -92,6 +92,8 @@ def test_application_client_gets_100000_missed_messages_in_order(
 
     sub, ack = resume(raw_client, broker, f"{uid}-app")
     assert ack.session_present
+    # The copies took the APPLICATION route: the client's own topic in the embedded log.
+    assert (broker.data_dir / "log" / "topics" / f"starling.msg.app.{uid}-app").is_dir()
     acks = bytearray()
     for expected in range(total):
         msg = sub.expect_publish()
