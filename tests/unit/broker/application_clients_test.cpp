@@ -459,6 +459,34 @@ TEST_F(application_clients, clean_start_discards_the_backlog) {
     EXPECT_EQ(msg.payload, "4");  // 1..3 were dropped with the old session
 }
 
+TEST_F(application_clients, type_change_to_device_removes_the_topic_through_sys_app_removed) {
+    offline_subscriber("app7");
+    publish_many(node_->core(), "app/x", 1, 2);
+    wait_routed("app7", 2);
+    next_type_ = client_type::device;  // the credentials changed
+    auto ch = resume("app7");
+    EXPECT_FALSE(log_->partition_count(node_->core().topics().msg_app("app7")));
+    // The record every node consumes to drop what it holds for the client.
+    const auto removed = node_->core().topics().sys_app_removed();
+    auto consumer = log_->create_consumer(
+        consumer_spec{.group_id = "probe-removed", .assignment = {{removed, 0}}});
+    ASSERT_TRUE(consumer);
+    std::vector<log_record> records;
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (records.empty() && std::chrono::steady_clock::now() < deadline) {
+        auto polled = consumer.value()->poll(50ms);
+        ASSERT_TRUE(polled);
+        records = std::move(polled.value());
+    }
+    ASSERT_EQ(records.size(), 1U);
+    EXPECT_EQ(records[0].key, "app7");
+    EXPECT_EQ(records[0].value, node_->core().topics().msg_app("app7"));
+    consumer.value()->close();
+    // From now on its copies take the DEVICE route.
+    publish_many(node_->core(), "app/x", 3, 1);
+    EXPECT_EQ(ch->expect<mqtt::publish>().payload, "3");
+}
+
 TEST_F(application_clients, device_copies_still_go_through_the_inbox) {
     next_type_ = client_type::device;
     auto ch = connect("dev1", true, mqtt::protocol_version::v5, expiry);
