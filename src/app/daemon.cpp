@@ -66,6 +66,8 @@ broker::settings broker_settings(const config::broker_config& c) {
     s.generated_actor_grace = c.actors.client.wait_before_generated_actor_stop;
     s.msg_all_partitions = static_cast<std::int32_t>(c.queue.kafka.msg_all.partitions);
     s.msg_all_retention_ms = c.queue.kafka.msg_all.retention.count();
+    s.app_msg_retention_ms = c.queue.kafka.application_persisted_msg.retention.count();
+    s.app_msg_retention_bytes = c.queue.kafka.application_persisted_msg.retention_bytes;
     s.msg_all_consumers = static_cast<std::int32_t>(c.queue.msg_all.consumers_count);
     s.poll_interval = c.queue.msg_all.poll_interval;
     s.downlink_partitions = static_cast<std::int32_t>(c.queue.kafka.downlink.partitions);

@@ -112,7 +112,7 @@ void broker_core::write_session(const session_record& record, std::function<void
     s.set_session_expiry_interval(record.session_expiry_interval);
     s.set_connected_at_ms(record.connected_at_ms);
     s.set_disconnected_at_ms(record.disconnected_at_ms);
-    s.set_client_type("DEVICE");
+    s.set_client_type(record.type == client_type::application ? "APPLICATION" : "DEVICE");
     s.set_session_id(record.session_id);
     log_.produce(topics_.client_session(), record.client_id, s.SerializeAsString(),
                  origin_headers(), [done = std::move(done)](result<produce_ack> r) {

@@ -1,5 +1,6 @@
 #include "broker/client_actor.h"
 
+#include "broker/application_delivery.h"
 #include "broker/broker_core.h"
 #include "broker/session_coordinator.h"
 #include "mqtt/encoder.h"
@@ -121,7 +122,7 @@ void client_actor::handle(client_message&& m) {
             } else if constexpr (std::is_same_v<T, client_msg::packet>) {
                 if (conn_ && conn_->id == msg.channel_id && !conn_->closing) {
                     conn_->last_activity = core_.clock().steady_now();
-                    if (!conn_->connack_sent) {
+                    if (!conn_->connack_sent || inbound_qos2_loading_) {
                         if (pre_connack_.size() >= pre_connack_limit) {
                             disconnect_with(mqtt::reason_code::receive_maximum_exceeded,
                                             "too many packets before CONNACK");
@@ -239,6 +240,12 @@ void client_actor::on_connect(client_msg::connect&& m) {
     c->keep_alive = p.keep_alive;
     c->will = p.will;
     c->type = m.type;
+    if (auto prev = core_.sessions().find_session(client_id_); prev && prev->persistent) {
+        app_previous_type_ = prev->type;
+    } else {
+        app_previous_type_ = type_;
+    }
+    type_ = m.type;
     c->rules = std::move(m.rules);
     if (v5) {
         c->client_receive_max = p.properties.receive_maximum.value_or(65535);
@@ -249,6 +256,7 @@ void client_actor::on_connect(client_msg::connect&& m) {
     conn_ = std::move(c);
     writable_.store(true, std::memory_order_release);
     pre_connack_.clear();
+    inbound_qos2_loading_ = false;
 
     // Enhanced authentication is not configured: a CONNECT asking for it is refused.
     if (v5 && p.properties.authentication_method) {
@@ -571,6 +579,7 @@ void client_actor::complete_connect(std::uint64_t channel_id, bool session_prese
             props.response_information = cfg.response_information;
         }
     }
+    app_on_connect(session_present);
     send_packet(ack);
     c.connack_sent = true;
     connected_.store(true, std::memory_order_release);
@@ -586,7 +595,8 @@ void client_actor::complete_connect(std::uint64_t channel_id, bool session_prese
                                                 .session_expiry_interval = session_expiry_,
                                                 .connected_at_ms = core_.now_ms(),
                                                 .node_id = core_.cfg().node_id,
-                                                .session_id = session_id_});
+                                                .session_id = session_id_,
+                                                .type = type_});
     arm_keep_alive();
 
     if (persistent_) {
@@ -595,17 +605,32 @@ void client_actor::complete_connect(std::uint64_t channel_id, bool session_prese
                 client_id_,
                 [self = shared_from_this(), channel_id](result<std::optional<session_context>> r) {
                     self->post([channel_id, r = std::move(r)](client_actor& a) {
-                        if (!r || !r.value() || !a.conn_ || a.conn_->id != channel_id) {
+                        if (!a.conn_ || a.conn_->id != channel_id) {
                             return;
                         }
-                        for (auto id : r.value()->qos2_packet_ids) {
-                            a.inbound_qos2_.insert(id);
+                        a.inbound_qos2_loading_ = false;
+                        if (r && r.value()) {
+                            for (auto id : r.value()->qos2_packet_ids) {
+                                a.inbound_qos2_.insert(id);
+                            }
                         }
+                        a.drain_early_packets(channel_id);
                     });
                 });
+            // Packets wait until the ids are known: a resent QoS 2 PUBLISH handled before
+            // would be published twice, its PUBREL answered 0x92 (issue 4 §5).
+            inbound_qos2_loading_ = true;
         }
         inbox_dirty_ = true;
         pump_inbox();
+        pump_app();
+    }
+    drain_early_packets(channel_id);
+}
+
+void client_actor::drain_early_packets(std::uint64_t channel_id) {
+    if (inbound_qos2_loading_) {
+        return;
     }
     auto early = std::move(pre_connack_);
     pre_connack_.clear();
@@ -859,6 +884,9 @@ void client_actor::on_pubrec(const mqtt::pubrec& p) {
         return;
     }
     it->second.st = outbound_entry::state::awaiting_pubcomp;
+    if (it->second.from_app && app_) {
+        app_->on_pubrec(p.packet_id);
+    }
     if (it->second.from_inbox) {
         core_.inbox().mark_pubrel(client_id_, p.packet_id, [id = client_id_](status st) {
             if (!st) {
@@ -883,6 +911,9 @@ void client_actor::finish_outbound(std::uint16_t packet_id) {
         return;
     }
     const bool from_inbox = it->second.from_inbox;
+    if (it->second.from_app && app_) {
+        app_->on_acknowledged(packet_id);
+    }
     inflight_.erase(it);
     sent_before_.erase(packet_id);
     if (from_inbox) {
@@ -899,6 +930,7 @@ void client_actor::finish_outbound(std::uint16_t packet_id) {
     }
     pump_queued();
     pump_inbox();
+    pump_app();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -912,12 +944,14 @@ std::size_t client_actor::window() const {
     return w == 0 ? 1 : w;
 }
 
+bool client_actor::delivering() const { return conn_ && conn_->connack_sent && !conn_->closing; }
+
 std::uint16_t client_actor::next_packet_id() {
     // Skips ids in flight (including ids the inbox assigned).
     for (int attempts = 0; attempts < 65536; ++attempts) {
         last_packet_id_ =
             static_cast<std::uint16_t>(last_packet_id_ == 65535 ? 1 : last_packet_id_ + 1);
-        if (!inflight_.contains(last_packet_id_)) {
+        if (!inflight_.contains(last_packet_id_) && !(app_ && app_->reserves(last_packet_id_))) {
             return last_packet_id_;
         }
     }
@@ -1374,6 +1408,7 @@ void client_actor::on_writability(const client_msg::writability& w) {
     if (w.writable) {
         pump_queued();
         pump_inbox();
+        pump_app();
     }
 }
 
@@ -1467,6 +1502,9 @@ void client_actor::end_connection(std::string_view reason) {
     }
     inflight_.clear();
     queued_.clear();
+    if (app_) {
+        app_->disconnect();
+    }
     const std::int64_t now = core_.now_ms();
     if (auto* coordinator = core_.coordinator(); core_.cfg().cluster && coordinator != nullptr) {
         // Cluster: the session-event handler is the only writer of client.session.
@@ -1484,7 +1522,8 @@ void client_actor::end_connection(std::string_view reason) {
                                                 .session_expiry_interval = session_expiry_,
                                                 .disconnected_at_ms = now,
                                                 .node_id = core_.cfg().node_id,
-                                                .session_id = session_id_});
+                                                .session_id = session_id_,
+                                                .type = type_});
     arm_session_expiry(now);
 }
 
@@ -1575,6 +1614,7 @@ void client_actor::end_session() {
         core_.delete_session(client_id_, [](status) {});
     }
     core_.write_subscriptions(client_id_, std::string(), [](status) {});
+    app_on_session_end();
     if (had_persistent_state) {
         core_.inbox().clear(client_id_, [](status) {});
         core_.metadata().delete_session_context(client_id_, [](status) {});
@@ -1624,7 +1664,8 @@ void client_actor::write_session_record(bool connected, std::function<void(statu
                      .session_expiry_interval = session_expiry_,
                      .connected_at_ms = connected ? core_.now_ms() : 0,
                      .disconnected_at_ms = connected ? 0 : core_.now_ms(),
-                     .node_id = core_.cfg().node_id};
+                     .node_id = core_.cfg().node_id,
+                     .type = type_};
     core_.write_session(r, std::move(done));
 }
 

@@ -48,6 +48,7 @@
 
 namespace starling::broker {
 
+class application_session;
 class broker_core;
 class client_actor;
 struct connect_grant;
@@ -160,6 +161,7 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
         delivery d;
         state st = state::awaiting_puback;
         bool from_inbox = false;
+        bool from_app = false;  // read from msg.app.<clientId> (application_delivery.h)
     };
     struct pending_ack {
         std::uint64_t seq = 0;
@@ -182,6 +184,7 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     void drop_local_session();
     void adopt_subscriptions();
     void add_subscription(stored_subscription sub);
+    void drain_early_packets(std::uint64_t channel_id);
     void on_packet(mqtt::packet&& p);
     void on_publish(mqtt::publish&& p);
     void on_publish_written(std::uint64_t channel_id, std::uint64_t seq, status st);
@@ -225,6 +228,12 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     void write_subscriptions(std::function<void(status)> done);
     void save_inbound_qos2();
     void clear_session_state();
+
+    // Persistent APPLICATION sessions; defined in application_delivery.cpp.
+    void app_on_connect(bool session_present);
+    void app_on_session_end();
+    void pump_app();
+    bool delivering() const;  // a connection that got its CONNACK and is not closing
 
     // Posts fn to run inside the actor (from any thread).
     void post(std::function<void(client_actor&)> fn);
@@ -270,6 +279,9 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     std::deque<pending_ack> pending_acks_;
     std::uint64_t next_seq_ = 1;
     std::size_t inbound_unacked_ = 0;
+    // A resumed persistent session's inbound QoS 2 ids are being loaded from the metadata
+    // store: packets wait in pre_connack_ until they are known.
+    bool inbound_qos2_loading_ = false;
 
     // Will and expiry.
     std::optional<mqtt::will_message> pending_will_;
@@ -279,6 +291,12 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     actor::timer_handle retire_timer_;
     std::uint64_t retire_generation_ = 0;
     bool generated_id_ = false;
+
+    // Client type of the current (or last) connection, and of the one before it (a change
+    // from APPLICATION removes the client's topic).
+    client_type type_ = client_type::device;
+    client_type app_previous_type_ = client_type::device;
+    std::unique_ptr<application_session> app_;
 };
 
 }  // namespace starling::broker

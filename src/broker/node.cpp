@@ -58,6 +58,7 @@ status node::create_topics() {
         {t.msg_retained(), 1, -1, -1, true},
         {t.client_session(), 1, -1, -1, true},
         {t.client_subscriptions(), 1, -1, -1, true},
+        {t.sys_app_removed(), 1, cfg.msg_all_retention_ms, -1, false},
     };
     std::vector<topic_spec> all(std::begin(specs), std::end(specs));
     if (cfg.cluster) {
@@ -184,7 +185,9 @@ status node::load_state(std::vector<std::pair<topic_partition, std::int64_t>>& f
                            .session_expiry_interval = s.session_expiry_interval(),
                            .disconnected_at_ms = disconnected_at,
                            .node_id = core.cfg().node_id,
-                           .session_id = s.session_id()});
+                           .session_id = s.session_id(),
+                           .type = s.client_type() == "APPLICATION" ? client_type::application
+                                                                    : client_type::device});
         auto actor = core.actor_for(client_id);
         restores->add();
         actor->restore_offline_session(

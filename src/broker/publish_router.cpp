@@ -288,10 +288,13 @@ void publish_router::deliver(const message_ptr& msg, const target& t, batch& b) 
             for (auto id : t.subscription_ids) {
                 pm.add_subscription_ids(id);
             }
+            // APPLICATION: the client's own topic (application_delivery.h); DEVICE: its inbox.
+            const bool app = session->type == client_type::application;
             b.add();
-            core_.log().produce(core_.topics().msg_persisted(), t.client_id, pm.SerializeAsString(),
-                                {},
-                                [&b](result<produce_ack> r) { b.complete(static_cast<bool>(r)); });
+            core_.log().produce(
+                app ? core_.topics().msg_app(t.client_id) : core_.topics().msg_persisted(),
+                t.client_id, pm.SerializeAsString(), {},
+                [&b](result<produce_ack> r) { b.complete(static_cast<bool>(r)); }, app ? 0 : -1);
             return;
         }
     }

@@ -8,13 +8,15 @@
 // every subscription identifier), applies No Local and Retain As Published, picks one member
 // per shared-subscription group (round-robin among connected members, on this node or, in
 // cluster mode, connected on another node per the session mirror), and routes each copy:
-//   - QoS 1/2 copy for a persistent session → msg.persisted (key = client id); the
+//   - QoS 1/2 copy for a persistent DEVICE session → msg.persisted (key = client id); the
 //     persisted_consumer appends it to the client's device inbox;
+//   - QoS 1/2 copy for a persistent APPLICATION session → msg.app.<clientId> (partition 0),
+//     read by that client's own consumer while it is connected (application_delivery.h);
 //   - anything else → the live actor's mailbox, or dropped and counted (offline, not writable,
 //     mailbox full); in cluster mode, a client whose session is connected on another node gets
 //     the copy through msg.downlink.basic.<owner> (downlink_consumer.h on that node).
-// Offsets are committed once every msg.persisted write of the batch was acknowledged, so a
-// crash re-routes what was not yet handed on (at least once).
+// Offsets are committed once every msg.persisted / msg.app write of the batch was
+// acknowledged, so a crash re-routes what was not yet handed on (at least once).
 //
 // Threads: its own consumer threads, each registered as an RCU reader of the trie.
 // Lifecycle: start() after the state snapshot is loaded; stop() wakes and joins the threads.

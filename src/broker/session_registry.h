@@ -11,6 +11,8 @@
 // makes "create unless present" and "remove only if still mine" atomic with respect to each
 // other.
 
+#include "starling/metadata_store.h"
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -35,6 +37,8 @@ struct session_record {
     // Id of the connection that created the record (client_session.session_id); in cluster mode
     // the request id the session-event handler granted. Empty in embedded mode.
     std::string session_id;
+    // From authentication; decides the route of a persistent session's QoS 1/2 copies.
+    client_type type = client_type::device;
 };
 
 struct string_hash {

@@ -34,6 +34,13 @@ struct settings {
     std::uint32_t persisted_messages_limit = 10000;
     std::uint32_t persisted_messages_ttl = 604800;  // seconds
 
+    // Persistent APPLICATION clients (queue.kafka.application-persisted-msg.*): retention of
+    // each msg.app.<clientId> topic, and how many records one client's consumer may buffer
+    // ahead of the client's in-flight window before it pauses.
+    std::int64_t app_msg_retention_ms = 604800000;
+    std::int64_t app_msg_retention_bytes = 1048576000;
+    std::size_t app_msg_buffer_records = 1000;
+
     std::size_t mailbox_capacity = 10000;
     std::size_t outbound_queue_limit = 10000;  // per non-persistent client, beyond the window
     std::size_t throughput = 5;

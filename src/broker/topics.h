@@ -42,6 +42,23 @@ class topic_names {
         return name("msg.downlink.persisted.") + node_id;
     }
 
+    // APPLICATION clients (ARCHITECTURE.md §5): one topic per persistent APPLICATION client,
+    // read by that client's own consumer group. See app_topic_suffix() for how a client id that
+    // is not a valid Kafka topic name is mapped.
+    std::string msg_app(std::string_view client_id) const {
+        return name("msg.app.") + app_topic_suffix(client_id);
+    }
+    std::string msg_app_group(std::string_view client_id) const {
+        return group("app.") + app_topic_suffix(client_id);
+    }
+    std::string sys_app_removed() const { return name("sys.app.removed"); }
+
+    // The client id itself when it is made of [A-Za-z0-9_-] and the topic name stays within
+    // Kafka's 249 characters; otherwise "h." + the SHA-256 of the id in hex. Kafka allows '.' in
+    // names, but a literal id never contains one, so a hashed name cannot collide with a literal
+    // one (TBMQ uses the bare hash and could).
+    std::string app_topic_suffix(std::string_view client_id) const;
+
     // Consumer group ids carry the prefix too: two clusters (or two test runs) sharing one Kafka
     // with different prefixes must not share groups.
     std::string group(const std::string& suffix) const { return name(suffix); }

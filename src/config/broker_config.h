@@ -230,6 +230,14 @@ struct kafka_defaults_section {
     friend bool operator==(const kafka_defaults_section&, const kafka_defaults_section&) = default;
 };
 
+struct kafka_application_section {
+    std::chrono::milliseconds retention{};  // -1 ms = keep forever
+    std::int64_t retention_bytes{};         // per topic; -1 = unbounded
+
+    friend bool operator==(const kafka_application_section&,
+                           const kafka_application_section&) = default;
+};
+
 struct kafka_section {
     std::string bootstrap_servers;
     std::uint16_t replication_factor{};
@@ -239,6 +247,8 @@ struct kafka_section {
     kafka_topic_section msg_all;
     kafka_downlink_section downlink;
     std::uint32_t client_session_event_partitions{};  // client.session.event.request
+    // msg.app.<clientId>: one topic per persistent APPLICATION client.
+    kafka_application_section application_persisted_msg;
 
     friend bool operator==(const kafka_section&, const kafka_section&) = default;
 };

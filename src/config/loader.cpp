@@ -822,6 +822,14 @@ const std::vector<binding>& bindings() {
                  "TB_CLIENT_SESSION_EVENT_RESPONSE_MAX_REQUEST_TIMEOUT", "30000"},
                 FIELD(queue.client_session_event_max_request_timeout),
                 {.min = 1, .max = 600000, .unit = "ms"}),
+        integer({"queue.kafka.application-persisted-msg.retention-ms",
+                 "TB_KAFKA_APP_PERSISTED_MSG_RETENTION_MS", "604800000"},
+                FIELD(queue.kafka.application_persisted_msg.retention),
+                {.min = -1, .max = i64_max, .unit = "ms", .note = "-1 = keep forever"}),
+        integer({"queue.kafka.application-persisted-msg.retention-bytes",
+                 "TB_KAFKA_APP_PERSISTED_MSG_RETENTION_BYTES", "1048576000"},
+                FIELD(queue.kafka.application_persisted_msg.retention_bytes),
+                {.min = -1, .max = i64_max, .unit = "bytes", .note = "-1 = unbounded"}),
         enumeration({"queue.embedded.fsync", "STARLING_EMBEDDED_FSYNC", "interval"},
                     FIELD(queue.embedded.fsync), fsync_policy_names),
         integer({"queue.embedded.fsync-interval-ms", "STARLING_EMBEDDED_FSYNC_INTERVAL_MS", "1000"},
@@ -1176,6 +1184,11 @@ void cross_check(const broker_config& config) {
         throw config_error("queue.kafka.msg-all.retention-ms",
                            "queue.kafka.msg-all.retention-ms: \"0\" would delete every record at "
                            "once (use -1 to keep records forever)");
+    }
+    if (config.queue.kafka.application_persisted_msg.retention.count() == 0) {
+        throw config_error("queue.kafka.application-persisted-msg.retention-ms",
+                           "queue.kafka.application-persisted-msg.retention-ms: \"0\" would delete "
+                           "every record at once (use -1 to keep records forever)");
     }
 }
 

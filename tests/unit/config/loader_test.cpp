@@ -96,6 +96,9 @@ TEST(config_loader, shipped_file_yields_the_documented_defaults) {
     EXPECT_EQ(c.queue.kafka.defaults.producer.compression_type, "none");
     EXPECT_EQ(c.queue.kafka.defaults.producer.delivery_timeout, 30000ms);
     EXPECT_TRUE(c.queue.kafka.msg_all.topic_properties.empty());
+    EXPECT_EQ(c.queue.kafka.application_persisted_msg.retention,
+              std::chrono::milliseconds(604800000));
+    EXPECT_EQ(c.queue.kafka.application_persisted_msg.retention_bytes, 1048576000);
     EXPECT_EQ(c.queue.embedded.fsync, fsync_policy::interval);
     EXPECT_EQ(c.queue.embedded.fsync_interval, 1000ms);
     EXPECT_EQ(c.queue.embedded.segment_bytes, 67108864U);
@@ -593,6 +596,11 @@ INSTANTIATE_TEST_SUITE_P(
                   "queue.kafka.default.producer.config", "\"oops\", which is not key:value"},
         bad_value{"TB_KAFKA_DEFAULT_PRODUCER_DELIVERY_TIMEOUT_MS", "0",
                   "queue.kafka.default.producer.delivery-timeout-ms", "is out of range"},
+        bad_value{"TB_KAFKA_APP_PERSISTED_MSG_RETENTION_MS", "0",
+                  "queue.kafka.application-persisted-msg.retention-ms",
+                  "would delete every record"},
+        bad_value{"TB_KAFKA_APP_PERSISTED_MSG_RETENTION_BYTES", "-2",
+                  "queue.kafka.application-persisted-msg.retention-bytes", "is out of range"},
         bad_value{"STARLING_EMBEDDED_FSYNC", "sometimes", "queue.embedded.fsync",
                   "is not one of: none, interval, always"},
         bad_value{"STARLING_EMBEDDED_SEGMENT_BYTES", "-5", "queue.embedded.segment-bytes",

@@ -1,0 +1,561 @@
+#include "broker/application_delivery.h"
+
+#include "broker/broker_core.h"
+#include "broker/client_actor.h"
+
+#include "proto/starling.pb.h"
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace starling::broker {
+
+// ---------------------------------------------------------------------------------------------
+// app_consumer
+
+app_consumer::app_consumer(message_log& log, options opts, std::function<void()> wake)
+    : log_(log), opts_(std::move(opts)), wake_(std::move(wake)) {}
+
+app_consumer::~app_consumer() { stop(); }
+
+void app_consumer::start() {
+    running_.store(true, std::memory_order_release);
+    thread_ = std::thread(&app_consumer::run, this);
+}
+
+void app_consumer::stop() {
+    if (!running_.exchange(false, std::memory_order_acq_rel)) {
+        return;
+    }
+    {
+        std::lock_guard lock(mutex_);
+        if (consumer_) {
+            consumer_->wakeup();
+        }
+    }
+    if (thread_.joinable()) {
+        if (thread_.get_id() == std::this_thread::get_id()) {
+            // The last reference to the actor was dropped by this thread's own wake-up call:
+            // the loop ends at once (running_ is false), so nothing outlives the object's use.
+            thread_.detach();
+        } else {
+            thread_.join();
+        }
+    }
+}
+
+std::vector<log_record> app_consumer::take(std::size_t max) {
+    std::vector<log_record> out;
+    std::lock_guard lock(mutex_);
+    const std::size_t n = std::min(max, buffer_.size());
+    out.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        out.push_back(std::move(buffer_.front()));
+        buffer_.pop_front();
+    }
+    // A paused consumer sleeps in poll(); wake it to resume as soon as there is room again.
+    if (paused_ && buffer_.size() <= opts_.buffer_limit / 2 && consumer_) {
+        consumer_->wakeup();
+    }
+    return out;
+}
+
+void app_consumer::set_commit(std::int64_t next_offset) {
+    commit_target_.store(next_offset, std::memory_order_release);
+}
+
+bool app_consumer::setup() {
+    if (auto st = log_.create_topic(opts_.spec); !st) {
+        spdlog::warn("APPLICATION topic {} not created: {}", opts_.topic, st.error().message());
+        return false;
+    }
+    consumer_spec spec;
+    spec.group_id = opts_.group;
+    spec.assignment = {topic_partition{opts_.topic, 0}};
+    spec.reset = offset_reset::earliest;
+    spec.max_poll_records =
+        std::max<std::size_t>(1, std::min<std::size_t>(500, opts_.buffer_limit));
+    auto c = log_.create_consumer(spec);
+    if (!c) {
+        spdlog::warn("APPLICATION consumer of {} not created: {}", opts_.topic,
+                     c.error().message());
+        return false;
+    }
+    std::lock_guard lock(mutex_);
+    consumer_ = std::move(c.value());
+    return true;
+}
+
+void app_consumer::run() {
+    const topic_partition tp{opts_.topic, 0};
+    while (running_.load(std::memory_order_acquire) && !setup()) {
+        // The log refused an admin call (unreachable, stopping): retry until stopped.
+        std::this_thread::sleep_for(opts_.poll_interval);
+    }
+    if (!consumer_) {
+        return;
+    }
+    auto apply_commit = [&] {
+        const std::int64_t target = commit_target_.load(std::memory_order_acquire);
+        if (target >= 0 && target != committed_) {
+            if (auto st = consumer_->commit({{tp, target}}); st) {
+                committed_ = target;
+            } else {
+                spdlog::warn("APPLICATION consumer of {}: commit failed: {}", opts_.topic,
+                             st.error().message());
+            }
+        }
+    };
+    while (running_.load(std::memory_order_acquire)) {
+        apply_commit();
+        {
+            std::lock_guard lock(mutex_);
+            if (!paused_ && buffer_.size() >= opts_.buffer_limit) {
+                consumer_->pause({tp});
+                paused_ = true;
+            } else if (paused_ && buffer_.size() <= opts_.buffer_limit / 2) {
+                consumer_->resume({tp});
+                paused_ = false;
+            }
+        }
+        auto polled = consumer_->poll(opts_.poll_interval);
+        if (!polled) {
+            spdlog::warn("APPLICATION consumer of {}: poll failed: {}", opts_.topic,
+                         polled.error().message());
+            std::this_thread::sleep_for(opts_.poll_interval);
+            continue;
+        }
+        if (polled.value().empty()) {
+            continue;
+        }
+        bool was_empty = false;
+        {
+            std::lock_guard lock(mutex_);
+            was_empty = buffer_.empty();
+            for (auto& r : polled.value()) {
+                buffer_.push_back(std::move(r));
+            }
+        }
+        if (was_empty) {
+            wake_();
+        }
+    }
+    apply_commit();
+    std::lock_guard lock(mutex_);
+    consumer_->close();
+}
+
+// ---------------------------------------------------------------------------------------------
+// application_session
+
+application_session::application_session(broker_core& core, std::string client_id)
+    : core_(core), client_id_(std::move(client_id)) {}
+
+application_session::~application_session() {
+    if (consumer_) {
+        consumer_->stop();
+    }
+}
+
+void application_session::connect(bool resumed, std::function<void(std::function<void()>)> post,
+                                  std::function<void()> wake) {
+    if (consumer_) {
+        disconnect();  // a takeover: the previous connection did not end through disconnect()
+    }
+    ++generation_;
+    active_ = true;
+    post_ = std::move(post);
+    wake_ = std::move(wake);
+    if (!resumed) {
+        publish_.clear();
+        pubrel_.clear();
+        resend_.clear();
+        by_id_.clear();
+        pending_.clear();
+        pubrels_to_send_.clear();
+        resend_until_ = 0;
+        next_offset_ = -1;
+        loaded_ = true;
+        core_.metadata().delete_application_context(client_id_, [](status) {});
+        // The backlog goes with the topic (both log adapters drop the group's committed offset
+        // with it). Before CONNACK, on this thread: a copy routed after the new session began
+        // must land in the new topic, not in one a consumer thread deletes a moment later.
+        const std::string topic = core_.topics().msg_app(client_id_);
+        (void)core_.log().delete_topic(topic);
+        start_consumer();
+        return;
+    }
+    if (loaded_) {
+        for (const auto& [offset, id] : pubrel_) {
+            pubrels_to_send_.push_back(id);
+        }
+        start_consumer();
+        return;
+    }
+    // First connection of this session on this node (after a restart, or the session moved):
+    // the store knows what the last connection left in flight.
+    loading_ = true;
+    const std::uint64_t generation = generation_;
+    auto post_fn = post_;
+    core_.metadata().load_application_context(
+        client_id_,
+        [this, post_fn, generation](result<std::optional<application_session_context>> r) {
+            post_fn([this, generation, r = std::move(r)]() mutable {
+                if (generation != generation_) {
+                    return;  // disconnected meanwhile; the next connect loads again
+                }
+                loading_ = false;
+                if (!r) {
+                    // Without the context the session would redeliver under new ids: better
+                    // than nothing, and what a crash before the first save looks like anyway.
+                    spdlog::warn("client {}: APPLICATION context not loaded: {}", client_id_,
+                                 r.error().message());
+                } else if (r.value()) {
+                    for (const auto& [id, offset] : r.value()->publish_offsets) {
+                        resend_[offset] = id;
+                        by_id_[id] = offset;
+                        resend_until_ = std::max(resend_until_, offset + 1);
+                    }
+                    for (const auto& [id, offset] : r.value()->pubrel_offsets) {
+                        pubrel_[offset] = id;
+                        by_id_[id] = offset;
+                        pubrels_to_send_.push_back(id);
+                        resend_until_ = std::max(resend_until_, offset + 1);
+                    }
+                }
+                loaded_ = true;
+                start_consumer();
+                wake_();
+            });
+        });
+}
+
+void application_session::start_consumer() {
+    const auto& cfg = core_.cfg();
+    app_consumer::options opts;
+    opts.topic = core_.topics().msg_app(client_id_);
+    opts.group = core_.topics().msg_app_group(client_id_);
+    opts.spec =
+        topic_spec{opts.topic, 1, cfg.app_msg_retention_ms, cfg.app_msg_retention_bytes, false};
+    opts.buffer_limit = std::max<std::size_t>(1, cfg.app_msg_buffer_records);
+    opts.poll_interval = cfg.poll_interval;
+    if (auto st = core_.log().create_topic(opts.spec); !st) {
+        // The consumer thread retries; until then the router's writes fail and are retried.
+        spdlog::warn("client {}: APPLICATION topic {} not created: {}", client_id_, opts.topic,
+                     st.error().message());
+    }
+    consumer_ = std::make_unique<app_consumer>(core_.log(), std::move(opts), wake_);
+    update_commit();
+    consumer_->start();
+}
+
+void application_session::disconnect() {
+    ++generation_;
+    loading_ = false;
+    for (const auto& [offset, id] : publish_) {
+        resend_[offset] = id;
+    }
+    publish_.clear();
+    if (next_offset_ >= 0) {
+        resend_until_ = std::max(resend_until_, next_offset_);
+    }
+    pending_.clear();
+    pubrels_to_send_.clear();
+    if (consumer_) {
+        update_commit();
+        consumer_->stop();
+        consumer_.reset();
+    }
+    save();
+}
+
+void application_session::remove(bool type_changed) {
+    ++generation_;
+    active_ = false;
+    if (consumer_) {
+        consumer_->stop();
+        consumer_.reset();
+    }
+    publish_.clear();
+    pubrel_.clear();
+    resend_.clear();
+    by_id_.clear();
+    pending_.clear();
+    pubrels_to_send_.clear();
+    resend_until_ = 0;
+    next_offset_ = -1;
+    loaded_ = true;
+    const std::string topic = core_.topics().msg_app(client_id_);
+    // A blocking admin call on the actor's thread (as at clean start), once per ended session.
+    // TODO(app-clients): hand it to the metadata/admin pool when one exists for the log.
+    (void)core_.log().delete_topic(topic);
+    core_.metadata().delete_application_context(client_id_, [](status) {});
+    spdlog::info("client {}: APPLICATION topic {} removed{}", client_id_, topic,
+                 type_changed ? " (client type changed)" : "");
+    if (type_changed) {
+        core_.log().produce(core_.topics().sys_app_removed(), client_id_, topic, {},
+                            [id = client_id_](result<produce_ack> r) {
+                                if (!r) {
+                                    spdlog::warn("client {}: sys.app.removed not written: {}", id,
+                                                 r.error().message());
+                                }
+                            });
+    }
+}
+
+std::optional<app_outbound> application_session::next(
+    const std::function<std::uint16_t()>& new_id) {
+    if (!pubrels_to_send_.empty()) {
+        app_outbound out;
+        out.packet_id = pubrels_to_send_.front();
+        out.pubrel = true;
+        pubrels_to_send_.pop_front();
+        return out;
+    }
+    if (!consumer_) {
+        return std::nullopt;
+    }
+    const std::int64_t now = core_.now_ms();
+    bool changed = false;
+    std::optional<app_outbound> result;
+    while (!result) {
+        if (pending_.empty()) {
+            auto taken = consumer_->take(256);
+            if (taken.empty()) {
+                break;
+            }
+            for (auto& r : taken) {
+                pending_.push_back(std::move(r));
+            }
+        }
+        log_record& rec = pending_.front();
+        const std::int64_t offset = rec.offset;
+        if (next_offset_ >= 0 && offset < next_offset_ && !resend_.contains(offset)) {
+            pending_.pop_front();  // read again after a reconnect, already handled
+            continue;
+        }
+        auto resend = resend_.find(offset);
+        const bool is_resend = resend != resend_.end();
+        if (!is_resend && (pubrel_.contains(offset) || offset < resend_until_)) {
+            // Awaiting PUBCOMP (the PUBREL goes on its own) or acknowledged on an earlier
+            // connection.
+            pending_.pop_front();
+            next_offset_ = std::max(next_offset_, offset + 1);
+            changed = true;
+            continue;
+        }
+        proto::persisted_msg pm;
+        const bool readable = pm.ParseFromString(rec.value);
+        std::optional<app_message> msg;
+        if (readable) {
+            msg = from_proto(pm.msg());
+        } else {
+            spdlog::error("client {}: unreadable APPLICATION record at offset {}", client_id_,
+                          offset);
+        }
+        if (!readable || msg->expired(now)) {
+            if (readable) {
+                core_.probe().message_dropped(metrics::drop_reason::expired);
+            }
+            if (is_resend) {
+                by_id_.erase(resend->second);
+                resend_.erase(resend);
+            }
+            pending_.pop_front();
+            next_offset_ = std::max(next_offset_, offset + 1);
+            changed = true;
+            continue;
+        }
+        std::uint16_t id = 0;
+        if (is_resend) {
+            id = resend->second;
+            resend_.erase(resend);
+        } else {
+            id = new_id();
+            if (id == 0) {
+                break;  // every id in use: wait for acknowledgements
+            }
+            by_id_[id] = offset;
+        }
+        publish_[offset] = id;
+        app_outbound out;
+        out.packet_id = id;
+        out.dup = is_resend;
+        out.d.msg = std::make_shared<const app_message>(std::move(*msg));
+        out.d.qos = static_cast<mqtt::qos>(std::clamp<std::uint32_t>(pm.qos(), 1, 2));
+        out.d.retain = pm.retain();
+        out.d.subscription_ids.assign(pm.subscription_ids().begin(), pm.subscription_ids().end());
+        result = std::move(out);
+        pending_.pop_front();
+        next_offset_ = std::max(next_offset_, offset + 1);
+        changed = true;
+    }
+    if (changed) {
+        update_commit();
+        save();
+    }
+    return result;
+}
+
+bool application_session::reserves(std::uint16_t packet_id) const {
+    auto it = by_id_.find(packet_id);
+    // Ids of messages to resend and of PUBRELs to resend: promised to the client already.
+    return it != by_id_.end() && !publish_.contains(it->second);
+}
+
+void application_session::on_pubrec(std::uint16_t packet_id) {
+    auto it = by_id_.find(packet_id);
+    if (it == by_id_.end()) {
+        return;
+    }
+    publish_.erase(it->second);
+    pubrel_[it->second] = packet_id;
+    save();
+}
+
+void application_session::on_acknowledged(std::uint16_t packet_id) {
+    auto it = by_id_.find(packet_id);
+    if (it == by_id_.end()) {
+        return;
+    }
+    publish_.erase(it->second);
+    pubrel_.erase(it->second);
+    by_id_.erase(it);
+    update_commit();
+    save();
+}
+
+std::optional<std::int64_t> application_session::lowest_unacknowledged() const {
+    std::optional<std::int64_t> low;
+    auto consider = [&](std::int64_t o) { low = low ? std::min(*low, o) : o; };
+    if (!publish_.empty()) {
+        consider(publish_.begin()->first);
+    }
+    if (!pubrel_.empty()) {
+        consider(pubrel_.begin()->first);
+    }
+    if (!resend_.empty()) {
+        consider(resend_.begin()->first);
+    }
+    if (next_offset_ >= 0) {
+        consider(next_offset_);
+    }
+    return low;
+}
+
+void application_session::update_commit() {
+    if (!consumer_) {
+        return;
+    }
+    if (auto low = lowest_unacknowledged()) {
+        consumer_->set_commit(*low);
+    }
+}
+
+void application_session::save() {
+    if (!loaded_ || !post_) {
+        return;  // nothing known yet: saving would erase what the store has
+    }
+    if (saving_) {
+        save_again_ = true;
+        return;
+    }
+    saving_ = true;
+    save_again_ = false;
+    application_session_context ctx;
+    ctx.client_id = client_id_;
+    ctx.last_updated_ms = core_.now_ms();
+    for (const auto* m : {&publish_, &resend_}) {
+        for (const auto& [offset, id] : *m) {
+            ctx.publish_offsets.emplace_back(id, offset);
+        }
+    }
+    for (const auto& [offset, id] : pubrel_) {
+        ctx.pubrel_offsets.emplace_back(id, offset);
+    }
+    auto post_fn = post_;
+    core_.metadata().save_application_context(std::move(ctx), [this, post_fn](status st) {
+        post_fn([this, st] {
+            saving_ = false;
+            if (!st) {
+                spdlog::warn("client {}: APPLICATION context not saved: {}", client_id_,
+                             st.error().message());
+            }
+            if (save_again_) {
+                save();
+            }
+        });
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The client_actor side: kept here so client_actor.cpp only carries one-line hooks.
+
+void client_actor::app_on_connect(bool session_present) {
+    const bool was_app = (app_ && app_->active()) || app_previous_type_ == client_type::application;
+    if (persistent_ && type_ == client_type::application) {
+        if (!app_) {
+            app_ = std::make_unique<application_session>(core_, client_id_);
+        }
+        std::weak_ptr<client_actor> weak = weak_from_this();
+        auto post_fn = [weak](std::function<void()> fn) {
+            if (auto self = weak.lock()) {
+                self->post([fn = std::move(fn)](client_actor&) { fn(); });
+            }
+        };
+        auto wake = [weak] {
+            if (auto self = weak.lock()) {
+                self->post([](client_actor& a) { a.pump_app(); });
+            }
+        };
+        app_->connect(session_present, std::move(post_fn), std::move(wake));
+        return;
+    }
+    if (was_app) {
+        if (!app_) {
+            app_ = std::make_unique<application_session>(core_, client_id_);
+        }
+        // Kept (inactive) for the actor's lifetime: completions already posted refer to it.
+        app_->remove(/*type_changed=*/type_ != client_type::application);
+    }
+}
+
+void client_actor::app_on_session_end() {
+    auto record = core_.sessions().find_session(client_id_);
+    // After a restart the actor knows the type only from the session record.
+    const bool was_app = (app_ && app_->active()) ||
+                         (record && record->persistent && record->type == client_type::application);
+    if (!was_app) {
+        return;
+    }
+    if (!app_) {
+        app_ = std::make_unique<application_session>(core_, client_id_);
+    }
+    app_->remove(false);
+}
+
+void client_actor::pump_app() {
+    if (!app_ || !delivering()) {
+        return;
+    }
+    while (inflight_.size() < window() && writable_.load(std::memory_order_relaxed)) {
+        auto out = app_->next([this] { return next_packet_id(); });
+        if (!out) {
+            return;
+        }
+        auto& entry = inflight_[out->packet_id];
+        entry.from_app = true;
+        if (out->pubrel) {
+            // An interrupted QoS 2 exchange resumes at PUBREL.
+            entry.st = outbound_entry::state::awaiting_pubcomp;
+            send_packet(mqtt::pubrel{out->packet_id, mqtt::reason_code::success, {}});
+            continue;
+        }
+        entry.d = std::move(out->d);
+        entry.st = entry.d.qos == mqtt::qos::at_least_once ? outbound_entry::state::awaiting_puback
+                                                           : outbound_entry::state::awaiting_pubrec;
+        send_publish(entry.d, out->packet_id, out->dup);
+    }
+}
+
+}  // namespace starling::broker

@@ -1,0 +1,556 @@
+// Persistent APPLICATION clients (issue 4 §4, §5): the client's own msg.app.<clientId> topic, its
+// consumer, packet ids across reconnects and restarts, and inbound QoS 2 resumption. Driven
+// without sockets over the real embedded adapters, as client_actor_test.cpp.
+
+#include "adapters/embedded/device_inbox.h"
+#include "adapters/embedded/message_log.h"
+#include "adapters/embedded/sqlite_metadata_store.h"
+#include "base/countdown.h"
+#include "broker/application_delivery.h"
+#include "broker/client_actor.h"
+#include "broker/node.h"
+#include "metrics/registry.h"
+#include "mqtt/decoder.h"
+#include "routing/subscription_trie.h"
+
+#include "support/temp_dir.h"
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <set>
+
+namespace starling::broker {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Records the bytes the actor sends and decodes them as a client would.
+class fake_channel final : public client_channel {
+  public:
+    explicit fake_channel(std::uint64_t id, mqtt::protocol_version v)
+        : id_(id), decoder_(mqtt::decoder_limits{}, mqtt::decoder_role::client) {
+        decoder_.set_protocol_version(v);
+    }
+
+    void send(std::string bytes) override {
+        std::lock_guard lock(mutex_);
+        decoder_.feed(bytes);
+        for (;;) {
+            auto r = decoder_.next();
+            if (auto* p = std::get_if<mqtt::packet>(&r)) {
+                packets_.push_back(std::move(*p));
+                continue;
+            }
+            break;
+        }
+        cv_.notify_all();
+    }
+    void close() override {
+        std::lock_guard lock(mutex_);
+        closed_ = true;
+        cv_.notify_all();
+    }
+    bool writable() const override { return true; }
+    void resume_reading() override {}
+    bool reading_paused() const override { return false; }
+    const std::string& remote_address() const override { return address_; }
+    std::uint64_t id() const override { return id_; }
+    bool input_ended() const override { return input_ended_.load(); }
+    void end_input() { input_ended_.store(true); }
+
+    // Waits (bounded) for the next packet the actor wrote.
+    std::optional<mqtt::packet> next(std::chrono::milliseconds timeout = 5s) {
+        std::unique_lock lock(mutex_);
+        if (!cv_.wait_for(lock, timeout, [&] { return !packets_.empty(); })) {
+            return std::nullopt;
+        }
+        auto p = std::move(packets_.front());
+        packets_.pop_front();
+        return p;
+    }
+    template <class T>
+    T expect(std::chrono::milliseconds timeout = 5s) {
+        auto p = next(timeout);
+        if (!p) {
+            ADD_FAILURE() << "no packet within timeout";
+            return T{};
+        }
+        auto* t = std::get_if<T>(&*p);
+        if (t == nullptr) {
+            ADD_FAILURE() << "unexpected packet " << mqtt::to_string(mqtt::type_of(*p));
+            return T{};
+        }
+        return *t;
+    }
+    bool wait_closed(std::chrono::milliseconds timeout = 5s) {
+        std::unique_lock lock(mutex_);
+        return cv_.wait_for(lock, timeout, [&] { return closed_; });
+    }
+
+  private:
+    std::uint64_t id_;
+    std::string address_ = "127.0.0.1:1";
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    mqtt::decoder decoder_;
+    std::deque<mqtt::packet> packets_;
+    bool closed_ = false;
+    std::atomic<bool> input_ended_{false};
+};
+
+class broker_fixture : public ::testing::Test {
+  protected:
+    void SetUp() override { open(); }
+    void TearDown() override { close(); }
+
+    void open() {
+        adapters::embedded::embedded_log_config log_cfg;
+        log_cfg.data_dir = dir_.path();
+        log_ = std::move(adapters::embedded::embedded_message_log::open(log_cfg).value());
+        adapters::embedded::embedded_device_inbox::options inbox_opts;
+        inbox_opts.data_dir = dir_.path();
+        inbox_ = std::move(
+            adapters::embedded::embedded_device_inbox::open(inbox_opts, system_clock::instance())
+                .value());
+        adapters::embedded::sqlite_metadata_store::options meta_opts;
+        meta_opts.data_dir = dir_.path();
+        metadata_ = std::move(
+            adapters::embedded::sqlite_metadata_store::open(meta_opts, system_clock::instance())
+                .value());
+        settings s;
+        s.msg_all_partitions = 4;
+        s.msg_all_consumers = 2;
+        s.msg_persisted_partitions = 2;
+        s.msg_persisted_consumers = 1;
+        s.poll_interval = 20ms;
+        s.named_actor_grace = named_actor_grace_;
+        s.max_in_flight = max_in_flight_;
+        s.outbound_queue_limit = outbound_queue_limit_;
+        node_ = std::make_unique<node>(s, *log_, *inbox_, *metadata_, metrics_, 2);
+        node_->start();
+    }
+
+    void close() {
+        if (node_) {
+            node_->stop(2s);
+            node_.reset();
+        }
+        if (log_) {
+            log_->stop();
+        }
+        if (inbox_) {
+            inbox_->stop();
+        }
+        if (metadata_) {
+            metadata_->stop();
+        }
+        log_.reset();
+        inbox_.reset();
+        metadata_.reset();
+    }
+
+    std::shared_ptr<fake_channel> connect(const std::string& client_id, bool clean_start,
+                                          mqtt::protocol_version v = mqtt::protocol_version::v5,
+                                          std::uint32_t session_expiry = 0,
+                                          bool expect_present = false) {
+        auto channel = std::make_shared<fake_channel>(++next_channel_id_, v);
+        mqtt::connect c;
+        c.protocol_version = v;
+        c.client_id = client_id;
+        c.clean_start = clean_start;
+        c.keep_alive = 60;
+        if (v == mqtt::protocol_version::v5 && session_expiry != 0) {
+            c.properties.session_expiry_interval = session_expiry;
+        }
+        auto actor = node_->core().actor_for(client_id);
+        EXPECT_TRUE(actor->tell_control(client_msg::connect{.channel = channel,
+                                                            .packet = std::move(c),
+                                                            .id_assigned = false,
+                                                            .type = next_type_,
+                                                            .rules = next_rules_}));
+        next_rules_.reset();
+        auto ack = channel->expect<mqtt::connack>();
+        EXPECT_EQ(ack.reason_code, mqtt::reason_code::success);
+        EXPECT_EQ(ack.session_present, expect_present);
+        return channel;
+    }
+
+    void send(const std::string& client_id, const fake_channel& ch, mqtt::packet p) {
+        auto actor = node_->core().actor_for(client_id);
+        ASSERT_TRUE(actor->tell(client_msg::packet{ch.id(), std::move(p)}));
+    }
+
+    void subscribe(const std::string& client_id, fake_channel& ch, const std::string& filter,
+                   mqtt::qos qos, std::uint16_t packet_id = 1) {
+        mqtt::subscribe s;
+        s.packet_id = packet_id;
+        s.subscriptions.push_back({filter, {.qos = qos}});
+        send(client_id, ch, s);
+        auto ack = ch.expect<mqtt::suback>();
+        ASSERT_EQ(ack.reason_codes.size(), 1U);
+        EXPECT_EQ(ack.reason_codes[0], static_cast<mqtt::reason_code>(qos));
+    }
+
+    testing::temp_dir dir_;
+    metrics::registry metrics_;
+    std::unique_ptr<adapters::embedded::embedded_message_log> log_;
+    std::unique_ptr<adapters::embedded::embedded_device_inbox> inbox_;
+    std::unique_ptr<adapters::embedded::sqlite_metadata_store> metadata_;
+    std::unique_ptr<node> node_;
+    std::uint64_t next_channel_id_ = 0;
+    std::chrono::seconds named_actor_grace_{60};
+    std::uint16_t max_in_flight_ = 1000;
+    std::size_t outbound_queue_limit_ = 10000;
+    // Topic rules the next connect() hands to the actor (what authentication decided).
+    std::shared_ptr<const auth::topic_rules> next_rules_;
+    client_type next_type_ = client_type::application;
+
+    static std::shared_ptr<const auth::topic_rules> rules(std::string publish,
+                                                          std::string subscribe) {
+        auto r = std::make_shared<auth::topic_rules>();
+        r->publish.emplace_back(publish);
+        r->subscribe.emplace_back(subscribe);
+        return r;
+    }
+    double dropped_not_authorized() {
+        const auto text = metrics_.serialize();
+        const std::string key = "droppedMsgs_total{reason=\"not_authorized\"} ";
+        const auto at = text.find(key);
+        return at == std::string::npos ? -1 : std::stod(text.substr(at + key.size()));
+    }
+
+    // Runs a no-op through the client's mailbox and waits for it: everything told before it
+    // (on either lane) has been handled when this returns.
+    void sync_with(const std::shared_ptr<client_actor>& actor) {
+        std::promise<void> done;
+        ASSERT_TRUE(actor->tell(client_msg::call{[&](client_actor&) { done.set_value(); }}));
+        ASSERT_EQ(done.get_future().wait_for(5s), std::future_status::ready);
+    }
+};
+
+// Publishes `count` messages on `topic` through the broker (what a publisher's actor does) and
+// waits until the log acknowledged every one.
+void publish_many(broker_core& core, const std::string& topic, int first, int count,
+                  mqtt::qos qos = mqtt::qos::at_least_once, std::int64_t expires_at_ms = 0) {
+    auto pending = std::make_shared<countdown>();
+    std::atomic<int> failed{0};
+    for (int i = first; i < first + count; ++i) {
+        app_message m;
+        m.topic = topic;
+        m.payload = std::to_string(i);
+        m.qos = qos;
+        m.created_at_ms = core.now_ms();
+        m.expires_at_ms = expires_at_ms;
+        m.publisher_id = "publisher";
+        pending->add();
+        core.publish(std::make_shared<const app_message>(std::move(m)),
+                     [pending, &failed](status st) {
+                         if (!st) {
+                             ++failed;
+                         }
+                         pending->done();
+                     });
+    }
+    ASSERT_TRUE(pending->wait_until(std::chrono::steady_clock::now() + 60s));
+    ASSERT_EQ(failed.load(), 0);
+}
+
+class application_clients : public broker_fixture {
+  protected:
+    static constexpr std::uint32_t expiry = 3600;
+
+    // A persistent APPLICATION session subscribed to app/# at `qos`, then disconnected.
+    void offline_subscriber(const std::string& id, mqtt::qos qos = mqtt::qos::at_least_once) {
+        auto ch = connect(id, true, mqtt::protocol_version::v5, expiry);
+        subscribe(id, *ch, "app/#", qos);
+        disconnect(id, *ch);
+    }
+    void disconnect(const std::string& id, fake_channel& ch) {
+        send(id, ch, mqtt::disconnect{});
+        ASSERT_TRUE(ch.wait_closed());
+        sync_with(node_->core().actor_for(id));
+    }
+    std::shared_ptr<fake_channel> resume(const std::string& id) {
+        return connect(id, false, mqtt::protocol_version::v5, expiry, true);
+    }
+    // Records in the client's own topic (where the router put its copies).
+    std::int64_t app_topic_end(const std::string& id) {
+        const auto topic = node_->core().topics().msg_app(id);
+        auto consumer =
+            log_->create_consumer(consumer_spec{.group_id = "probe", .assignment = {{topic, 0}}});
+        if (!consumer) {
+            return -1;
+        }
+        auto end = consumer.value()->end_offset({topic, 0});
+        consumer.value()->close();
+        return end ? end.value() : -1;
+    }
+    // Waits (bounded) until the router put `n` copies into the client's topic.
+    void wait_routed(const std::string& id, std::int64_t n) {
+        const auto deadline = std::chrono::steady_clock::now() + 10s;
+        while (app_topic_end(id) < n && std::chrono::steady_clock::now() < deadline) {
+            std::this_thread::yield();
+        }
+        ASSERT_EQ(app_topic_end(id), n);
+    }
+    void restart() {
+        close();
+        open();
+    }
+};
+
+TEST(application_topics, client_ids_map_to_valid_kafka_topic_names) {
+    topic_names t("starling");
+    EXPECT_EQ(t.msg_app("app-1_X"), "starling.msg.app.app-1_X");
+    EXPECT_EQ(t.msg_app_group("app-1_X"), "starling.app.app-1_X");
+    // Anything outside [A-Za-z0-9_-] (Kafka also allows '.', but a literal id never has one,
+    // so hashed names cannot collide with literal ones) is hashed, and stably so.
+    const auto hashed = t.msg_app("sensor/1 ä");
+    EXPECT_EQ(hashed.rfind("starling.msg.app.h.", 0), 0U);
+    EXPECT_EQ(hashed.size(), std::string("starling.msg.app.h.").size() + 64);
+    EXPECT_EQ(hashed, t.msg_app("sensor/1 ä"));
+    EXPECT_NE(hashed, t.msg_app("sensor/2 ä"));
+    EXPECT_EQ(t.msg_app("a.b").rfind("starling.msg.app.h.", 0), 0U);
+    // Too long for Kafka's 249 characters: hashed.
+    EXPECT_LE(t.msg_app(std::string(300, 'a')).size(), 249U);
+}
+
+TEST_F(application_clients, missed_messages_arrive_in_order_after_reconnect) {
+    constexpr int n = 10000;
+    offline_subscriber("app1");
+    const auto started = std::chrono::steady_clock::now();
+    publish_many(node_->core(), "app/x", 1, n);
+    auto ch = resume("app1");
+    for (int i = 1; i <= n; ++i) {
+        auto msg = ch->expect<mqtt::publish>(10s);
+        ASSERT_EQ(msg.payload, std::to_string(i));
+        ASSERT_FALSE(msg.dup);
+        send("app1", *ch, mqtt::puback{msg.packet_id, mqtt::reason_code::success, {}});
+    }
+    std::cout << n << " messages through msg.app in "
+              << std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::steady_clock::now() - started)
+                     .count()
+              << " ms\n";
+    EXPECT_EQ(app_topic_end("app1"), n);  // the route: the client's topic, not the inbox
+    // Everything was acknowledged: the next connection gets nothing again.
+    disconnect("app1", *ch);
+    auto again = resume("app1");
+    publish_many(node_->core(), "app/x", n + 1, 1);
+    EXPECT_EQ(again->expect<mqtt::publish>().payload, std::to_string(n + 1));
+}
+
+TEST_F(application_clients, unacknowledged_messages_keep_their_packet_ids_with_dup) {
+    offline_subscriber("app2");
+    publish_many(node_->core(), "app/x", 1, 5);
+    auto ch = resume("app2");
+    std::map<std::string, std::uint16_t> ids;
+    for (int i = 1; i <= 5; ++i) {
+        auto msg = ch->expect<mqtt::publish>();
+        EXPECT_EQ(msg.payload, std::to_string(i));
+        ids[msg.payload] = msg.packet_id;
+    }
+    // Out of order, within the window: 2 and 4 only.
+    send("app2", *ch, mqtt::puback{ids["2"], mqtt::reason_code::success, {}});
+    send("app2", *ch, mqtt::puback{ids["4"], mqtt::reason_code::success, {}});
+    disconnect("app2", *ch);
+
+    auto again = resume("app2");
+    for (const char* p : {"1", "3", "5"}) {
+        auto msg = again->expect<mqtt::publish>();
+        EXPECT_EQ(msg.payload, p);
+        EXPECT_EQ(msg.packet_id, ids[p]);
+        EXPECT_TRUE(msg.dup);
+    }
+    publish_many(node_->core(), "app/x", 6, 1);
+    auto fresh = again->expect<mqtt::publish>();
+    EXPECT_EQ(fresh.payload, "6");
+    EXPECT_FALSE(fresh.dup);
+    for (const auto& [payload, id] : ids) {
+        EXPECT_NE(fresh.packet_id, id) << "id of an unacknowledged message reused";
+    }
+}
+
+TEST_F(application_clients, packet_ids_survive_a_restart_through_the_metadata_store) {
+    offline_subscriber("app3");
+    publish_many(node_->core(), "app/x", 1, 3);
+    auto ch = resume("app3");
+    std::map<std::string, std::uint16_t> ids;
+    for (int i = 1; i <= 3; ++i) {
+        auto msg = ch->expect<mqtt::publish>();
+        ids[msg.payload] = msg.packet_id;
+    }
+    send("app3", *ch, mqtt::puback{ids["2"], mqtt::reason_code::success, {}});
+    disconnect("app3", *ch);
+    restart();
+
+    auto again = resume("app3");
+    for (const char* p : {"1", "3"}) {
+        auto msg = again->expect<mqtt::publish>();
+        EXPECT_EQ(msg.payload, p);
+        EXPECT_EQ(msg.packet_id, ids[p]);
+        EXPECT_TRUE(msg.dup);
+    }
+    // "2" was acknowledged before the restart: not delivered again.
+    publish_many(node_->core(), "app/x", 4, 1);
+    EXPECT_EQ(again->expect<mqtt::publish>().payload, "4");
+}
+
+TEST_F(application_clients, qos2_resumes_at_pubrel_after_reconnect) {
+    offline_subscriber("app4", mqtt::qos::exactly_once);
+    publish_many(node_->core(), "app/x", 1, 2, mqtt::qos::exactly_once);
+    auto ch = resume("app4");
+    auto first = ch->expect<mqtt::publish>();
+    EXPECT_EQ(first.payload, "1");
+    EXPECT_EQ(first.qos, mqtt::qos::exactly_once);
+    auto second = ch->expect<mqtt::publish>();
+    send("app4", *ch, mqtt::pubrec{first.packet_id, mqtt::reason_code::success, {}});
+    EXPECT_EQ(ch->expect<mqtt::pubrel>().packet_id, first.packet_id);
+    disconnect("app4", *ch);
+    restart();
+
+    auto again = resume("app4");
+    // The PUBREL comes again (not the PUBLISH), then the unacknowledged second message.
+    EXPECT_EQ(again->expect<mqtt::pubrel>().packet_id, first.packet_id);
+    auto resent = again->expect<mqtt::publish>();
+    EXPECT_EQ(resent.payload, "2");
+    EXPECT_EQ(resent.packet_id, second.packet_id);
+    EXPECT_TRUE(resent.dup);
+    send("app4", *again, mqtt::pubcomp{first.packet_id, mqtt::reason_code::success, {}});
+    send("app4", *again, mqtt::pubrec{resent.packet_id, mqtt::reason_code::success, {}});
+    EXPECT_EQ(again->expect<mqtt::pubrel>().packet_id, resent.packet_id);
+    send("app4", *again, mqtt::pubcomp{resent.packet_id, mqtt::reason_code::success, {}});
+    disconnect("app4", *again);
+
+    // Both exchanges completed: nothing comes back.
+    auto last = resume("app4");
+    publish_many(node_->core(), "app/x", 3, 1, mqtt::qos::exactly_once);
+    EXPECT_EQ(last->expect<mqtt::publish>().payload, "3");
+}
+
+TEST_F(application_clients, expired_message_is_skipped_at_read_time) {
+    offline_subscriber("app5");
+    publish_many(node_->core(), "app/x", 1, 1, mqtt::qos::at_least_once,
+                 node_->core().now_ms() - 1);  // already expired when read
+    publish_many(node_->core(), "app/x", 2, 1);
+    auto ch = resume("app5");
+    auto msg = ch->expect<mqtt::publish>();
+    EXPECT_EQ(msg.payload, "2");
+    send("app5", *ch, mqtt::puback{msg.packet_id, mqtt::reason_code::success, {}});
+    disconnect("app5", *ch);
+    // Its offset was committed past along with the acknowledged one.
+    auto again = resume("app5");
+    publish_many(node_->core(), "app/x", 3, 1);
+    EXPECT_EQ(again->expect<mqtt::publish>().payload, "3");
+}
+
+TEST_F(application_clients, clean_start_discards_the_backlog) {
+    offline_subscriber("app6");
+    publish_many(node_->core(), "app/x", 1, 3);
+    wait_routed("app6", 3);  // in the old session's topic before the clean start
+    auto ch = connect("app6", true, mqtt::protocol_version::v5, expiry, false);
+    subscribe("app6", *ch, "app/#", mqtt::qos::at_least_once);
+    publish_many(node_->core(), "app/x", 4, 1);
+    auto msg = ch->expect<mqtt::publish>();
+    EXPECT_EQ(msg.payload, "4");  // 1..3 were dropped with the old session
+}
+
+TEST_F(application_clients, type_change_to_device_removes_the_topic_through_sys_app_removed) {
+    offline_subscriber("app7");
+    publish_many(node_->core(), "app/x", 1, 2);
+    wait_routed("app7", 2);
+    next_type_ = client_type::device;  // the credentials changed
+    auto ch = resume("app7");
+    EXPECT_FALSE(log_->partition_count(node_->core().topics().msg_app("app7")));
+    // The record every node consumes to drop what it holds for the client.
+    const auto removed = node_->core().topics().sys_app_removed();
+    auto consumer = log_->create_consumer(
+        consumer_spec{.group_id = "probe-removed", .assignment = {{removed, 0}}});
+    ASSERT_TRUE(consumer);
+    std::vector<log_record> records;
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (records.empty() && std::chrono::steady_clock::now() < deadline) {
+        auto polled = consumer.value()->poll(50ms);
+        ASSERT_TRUE(polled);
+        records = std::move(polled.value());
+    }
+    ASSERT_EQ(records.size(), 1U);
+    EXPECT_EQ(records[0].key, "app7");
+    EXPECT_EQ(records[0].value, node_->core().topics().msg_app("app7"));
+    consumer.value()->close();
+    // From now on its copies take the DEVICE route.
+    publish_many(node_->core(), "app/x", 3, 1);
+    EXPECT_EQ(ch->expect<mqtt::publish>().payload, "3");
+}
+
+TEST_F(application_clients, device_copies_still_go_through_the_inbox) {
+    next_type_ = client_type::device;
+    auto ch = connect("dev1", true, mqtt::protocol_version::v5, expiry);
+    subscribe("dev1", *ch, "app/#", mqtt::qos::at_least_once);
+    disconnect("dev1", *ch);
+    publish_many(node_->core(), "app/x", 1, 2);
+    next_type_ = client_type::device;
+    auto again = resume("dev1");
+    EXPECT_EQ(again->expect<mqtt::publish>().payload, "1");
+    EXPECT_EQ(again->expect<mqtt::publish>().payload, "2");
+    // No topic was created for a DEVICE client.
+    EXPECT_FALSE(log_->partition_count(node_->core().topics().msg_app("dev1")));
+}
+
+TEST_F(application_clients, inbound_qos2_resumes_after_restart) {
+    auto sub = connect("watcher", true);  // non-persistent, sees every copy live
+    subscribe("watcher", *sub, "in/#", mqtt::qos::at_most_once);
+    for (client_type type : {client_type::application, client_type::device}) {
+        const std::string id = type == client_type::application ? "pub-app" : "pub-dev";
+        next_type_ = type;
+        auto ch = connect(id, true, mqtt::protocol_version::v5, expiry);
+        mqtt::publish p{.topic = "in/" + id,
+                        .payload = "once",
+                        .qos = mqtt::qos::exactly_once,
+                        .packet_id = 9,
+                        .properties = {}};
+        send(id, *ch, p);
+        EXPECT_EQ(ch->expect<mqtt::pubrec>().packet_id, 9);
+        EXPECT_EQ(sub->expect<mqtt::publish>().payload, "once");
+        sync_with(node_->core().actor_for(id));
+        ch->end_input();
+        node_->core().actor_for(id)->tell_control(client_msg::closed{ch->id(), "test", {}});
+        sync_with(node_->core().actor_for(id));
+    }
+    close();
+    open();
+    sub = connect("watcher", true);
+    subscribe("watcher", *sub, "in/#", mqtt::qos::at_most_once);
+    for (client_type type : {client_type::application, client_type::device}) {
+        const std::string id = type == client_type::application ? "pub-app" : "pub-dev";
+        next_type_ = type;
+        auto ch = connect(id, false, mqtt::protocol_version::v5, expiry, true);
+        mqtt::publish p{.topic = "in/" + id,
+                        .payload = "once",
+                        .qos = mqtt::qos::exactly_once,
+                        .dup = true,
+                        .packet_id = 9,
+                        .properties = {}};
+        send(id, *ch, p);
+        EXPECT_EQ(ch->expect<mqtt::pubrec>().packet_id, 9);
+        send(id, *ch, mqtt::pubrel{9, mqtt::reason_code::success, {}});
+        auto comp = ch->expect<mqtt::pubcomp>();
+        EXPECT_EQ(comp.packet_id, 9);
+        EXPECT_EQ(comp.reason_code, mqtt::reason_code::success);
+    }
+    // A marker on each topic, published after both resumptions, is the next copy the watcher
+    // sees: a second copy of "once" (same topic, same msg.all partition) would come before it.
+    publish_many(node_->core(), "in/pub-app", 1, 1, mqtt::qos::at_most_once);
+    publish_many(node_->core(), "in/pub-dev", 2, 1, mqtt::qos::at_most_once);
+    std::set<std::string> markers;
+    markers.insert(sub->expect<mqtt::publish>().payload);
+    markers.insert(sub->expect<mqtt::publish>().payload);
+    EXPECT_EQ(markers, (std::set<std::string>{"1", "2"}));
+}
+
+}  // namespace
+}  // namespace starling::broker
