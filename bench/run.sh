@@ -18,8 +18,9 @@
 #                           starling,mosquitto for a full run, starling for --smoke; Mosquitto
 #                           is skipped with a note when /usr/sbin/mosquitto is missing).
 #                           starling-cluster is one starlingd in cluster mode on the Kafka of
-#                           STARLING_BENCH_KAFKA (default: scripts/services.sh up kafka), so every
-#                           PUBLISH goes through a real Kafka before its PUBACK
+#                           STARLING_BENCH_KAFKA (default: scripts/services.sh up, which also
+#                           gives Redis and PostgreSQL), so every PUBLISH goes through a real
+#                           Kafka before its PUBACK
 #   --fixed-rate R          instead of searching for the maximum rate, measure every scenario at
 #                           R msg/s (latency at a moderate load, e.g. PUBACK p50/p99)
 #   --scenarios LIST        comma-separated subset of fan-out,fan-in,p2p,shared,connections,
@@ -237,11 +238,17 @@ start_starling() {
 # consumer-group offsets carry over between them.
 start_starling-cluster() {
     if [[ -z ${STARLING_BENCH_KAFKA:-} ]]; then
-        bash "$ROOT/scripts/services.sh" up kafka >&2
-        STARLING_BENCH_KAFKA=$(bash "$ROOT/scripts/services.sh" env | sed -n 's/^TB_KAFKA_SERVERS=//p')
+        bash "$ROOT/scripts/services.sh" up >&2
+        local line
+        while IFS= read -r line; do export "${line?}"; done < <(bash "$ROOT/scripts/services.sh" env)
+        STARLING_BENCH_KAFKA=$TB_KAFKA_SERVERS
     fi
+    local prefix
+    prefix="bench$(date +%s%N)"
     STARLING_MODE=cluster TB_SERVICE_ID=bench-node TB_KAFKA_SERVERS=$STARLING_BENCH_KAFKA \
-        TB_KAFKA_PREFIX="bench$(date +%s%N)" start_starling "cluster-$1"
+        TB_KAFKA_PREFIX=$prefix \
+        SPRING_DATASOURCE_URL="${SPRING_DATASOURCE_URL:-postgresql://starling:starling@127.0.0.1:5432/starling}?currentSchema=$prefix" \
+        start_starling "cluster-$1"
 }
 
 start_mosquitto() {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs a Starling cluster on this machine: N identical starlingd nodes in cluster mode against
-# the Kafka of scripts/services.sh, each on its own ports, so clients can connect to any node.
+# the Kafka, Redis and PostgreSQL of scripts/services.sh, each node on its own ports, so clients
+# can connect to any node.
 #
-#   scripts/cluster.sh up N      start nodes 1..N (starts Kafka first when it is not running)
+#   scripts/cluster.sh up N      start nodes 1..N (starts the services first when not running)
 #   scripts/cluster.sh down      SIGTERM every node (each drains) and wait for them
 #   scripts/cluster.sh status    each node's ports and /actuator/health
 #
@@ -41,11 +42,14 @@ up() {
     [[ $count =~ ^[1-9][0-9]*$ ]] || die "usage: cluster.sh up N (N >= 1)"
     local bin
     bin=$(binary)
-    local servers="${TB_KAFKA_SERVERS:-}"
-    if [[ -z $servers ]]; then
-        bash "$root/scripts/services.sh" up kafka
-        servers=$(bash "$root/scripts/services.sh" env | sed -n 's/^TB_KAFKA_SERVERS=//p')
+    # Kafka, Redis and PostgreSQL: the ones of scripts/services.sh unless TB_KAFKA_SERVERS names
+    # external services (then REDIS_* and SPRING_DATASOURCE_* come from the environment too).
+    if [[ -z ${TB_KAFKA_SERVERS:-} ]]; then
+        bash "$root/scripts/services.sh" up
+        local line
+        while IFS= read -r line; do export "${line?}"; done < <(bash "$root/scripts/services.sh" env)
     fi
+    local servers=$TB_KAFKA_SERVERS
     local i
     for i in $(seq 1 "$count"); do
         local node="$dir/node-$i" off

@@ -5,7 +5,7 @@
 #   scripts/services.sh up     [kafka] [redis] [postgres]   (default: all three)
 #   scripts/services.sh down   [kafka] [redis] [postgres]
 #   scripts/services.sh status [kafka] [redis] [postgres]
-#   scripts/services.sh env                                  (prints the TB_* variables to use)
+#   scripts/services.sh env      (prints the variables a cluster-mode starlingd needs, KEY=VALUE)
 #
 # Kafka: the official Apache Kafka broker jars (version pinned in scripts/services/kafka-pom.xml)
 # resolved from Maven Central with mvn into ~/.m2 and copied to $STARLING_SERVICES_DIR/kafka/libs,
@@ -306,7 +306,8 @@ case "$command" in
     status) for s in "${services[@]}"; do "${s}_status"; done ;;
     env)
         echo "TB_KAFKA_SERVERS=$(kafka_bootstrap)"
-        echo "REDIS_HOST=127.0.0.1 REDIS_PORT=$redis_port"
+        echo "REDIS_HOST=127.0.0.1"
+        echo "REDIS_PORT=$redis_port"
         echo "SPRING_DATASOURCE_URL=postgresql://starling:starling@127.0.0.1:$postgres_port/starling"
         ;;
     *)
