@@ -159,9 +159,7 @@ import sys
 import yaml
 
 ROOT = os.getcwd()
-# Variables the cluster layout sets ahead of cluster mode (TBMQ's names), and the image's own.
-FUTURE_VARS = {"TB_KAFKA_SERVERS", "REDIS_HOST", "REDIS_PORT", "SPRING_DATASOURCE_URL",
-               "SPRING_DATASOURCE_USERNAME", "SPRING_DATASOURCE_PASSWORD"}
+# Variables the image itself reads (its health check), outside the broker's configuration.
 IMAGE_VARS = {"STARLING_HEALTHCHECK_TIMEOUT"}
 # Libraries every Debian base image has (Essential/required): not listed in the runtime stage.
 BASE_PACKAGES = {"libc6", "libgcc-s1"}
@@ -182,9 +180,15 @@ def finish(ok_msg):
 
 
 def config_vars():
-    """Every environment variable config/starling.yml reads."""
+    """Every environment variable config/starling.yml reads that the loader's binder table
+    (src/config/loader.cpp) also binds: a name only in a comment or an example of the file,
+    or only in the table, is not a variable a deployment can set."""
     text = open(os.path.join(ROOT, "config/starling.yml")).read()
-    return set(re.findall(r"\$\{([A-Z0-9_]+)", text))
+    in_file = set(re.findall(r"\$\{([A-Z0-9_]+)", text))
+    loader = os.path.join(ROOT, "src/config/loader.cpp")
+    if not os.path.exists(loader):
+        return in_file
+    return in_file & set(re.findall(r'"([A-Z][A-Z0-9_]+)"', open(loader).read()))
 
 
 def config_default(var):
@@ -194,7 +198,7 @@ def config_default(var):
 
 
 def check_env_names(names, where):
-    known = config_vars() | FUTURE_VARS | IMAGE_VARS
+    known = config_vars() | IMAGE_VARS
     for name in sorted(names):
         if name not in known:
             problem(f"{where}: {name} is not a variable of config/starling.yml "
@@ -460,11 +464,170 @@ def check_compose(path):
                                f"compose service {name}")
             if name != "starling" and svc_env.get("STARLING_MODE") != "cluster":
                 problem(f"compose: {name} is in the cluster layout but not STARLING_MODE=cluster")
+    nodes = check_compose_cluster(services)
     finish(f"{len(services)} services; embedded node by default, "
-           f"{len(services) - 1} behind the cluster profile")
+           f"{len(services) - 1} behind the cluster profile ({nodes} cluster nodes)")
+
+
+# What a cluster node needs: the variables naming the external services (docs/clustering.md).
+CLUSTER_REQUIRED = ("STARLING_MODE", "TB_SERVICE_ID", "TB_KAFKA_SERVERS", "REDIS_HOST",
+                    "SPRING_DATASOURCE_URL")
+# Variables that must be equal on every node of one cluster (same Kafka, same prefix, same stores).
+CLUSTER_SHARED = ("TB_KAFKA_SERVERS", "TB_KAFKA_PREFIX", "REDIS_HOST", "REDIS_PORT", "REDIS_DB",
+                  "SPRING_DATASOURCE_URL")
+# The two forms of spring.datasource.url the loader accepts (src/config/datasource_url.h).
+DATASOURCE_URL = re.compile(r"^(jdbc:postgresql|postgresql|postgres)://([^/]+)/[^/?]+(\?.*)?$")
+# service.id: letters, digits, '.', '_', '-'; at most 100 characters (docs/configuration.md).
+SERVICE_ID = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
+
+
+def datasource_host(url):
+    m = DATASOURCE_URL.match(url)
+    if not m:
+        return None
+    host = m.group(2).rpartition("@")[2]
+    return host.rsplit(":", 1)[0] if not host.endswith("]") else host
+
+
+def check_compose_cluster(services):
+    """The cluster profile: >= 2 nodes with distinct stable ids, the required variables, every
+    external service they name present, healthy before they start, and a normal restart policy."""
+    nodes = {name: svc for name, svc in services.items()
+             if "cluster" in (svc.get("profiles") or []) and "starling" in str(svc.get("image", ""))}
+    if len(nodes) < 2:
+        problem(f"compose: the cluster profile has {len(nodes)} Starling node(s); a cluster "
+                "needs at least 2")
+    ids, data_volumes, host_ports = {}, {}, {}
+    for name, svc in services.items():
+        for p in svc.get("ports", []):
+            host = str(p).rsplit(":", 1)[0] if ":" in str(p) else None
+            if host and "cluster" in (svc.get("profiles") or []):
+                if host in host_ports:
+                    problem(f"compose: {name} and {host_ports[host]} both publish host port "
+                            f"{host}")
+                host_ports[host] = name
+    first_env = None
+    for name, svc in sorted(nodes.items()):
+        env = {k: str(v) for k, v in (svc.get("environment") or {}).items()}
+        for var in CLUSTER_REQUIRED:
+            if not env.get(var):
+                problem(f"compose: cluster node {name} does not set {var}")
+        sid = env.get("TB_SERVICE_ID", "")
+        if sid:
+            if not SERVICE_ID.match(sid):
+                problem(f"compose: {name}: TB_SERVICE_ID {sid!r} is not letters, digits, "
+                        "'.', '_', '-' (at most 100)")
+            if sid in ids:
+                problem(f"compose: {name} and {ids[sid]} share TB_SERVICE_ID {sid!r}; it names "
+                        "a node's own Kafka topics and must be unique per node")
+            ids[sid] = name
+        if first_env is None:
+            first_env = (name, env)
+        else:
+            for var in CLUSTER_SHARED:
+                if env.get(var) != first_env[1].get(var):
+                    problem(f"compose: {name} has {var}={env.get(var)!r} but {first_env[0]} has "
+                            f"{first_env[1].get(var)!r}: nodes of one cluster share it")
+        for v in svc.get("volumes", []):
+            if str(v).endswith(":/data"):
+                vol = str(v).rsplit(":", 1)[0]
+                if vol in data_volumes:
+                    problem(f"compose: {name} and {data_volumes[vol]} share the /data volume "
+                            f"{vol}")
+                data_volumes[vol] = name
+        restart = str(svc.get("restart", "no"))
+        if restart not in ("always", "unless-stopped"):
+            problem(f"compose: {name} has restart: {restart}; a cluster node is restarted "
+                    "(always or unless-stopped)")
+        url = env.get("SPRING_DATASOURCE_URL", "")
+        if url and not DATASOURCE_URL.match(url):
+            problem(f"compose: {name}: SPRING_DATASOURCE_URL {url!r} is not "
+                    "jdbc:postgresql://host[:port]/db or postgresql://[user[:pw]@]host[:port]/db")
+        needed = {datasource_host(url)} if url else set()
+        needed |= {s.strip().rsplit(":", 1)[0] for s in env.get("TB_KAFKA_SERVERS", "").split(",")
+                   if s.strip()}
+        needed |= {env["REDIS_HOST"]} if env.get("REDIS_HOST") else set()
+        depends = svc.get("depends_on") or {}
+        for host in sorted(h for h in needed if h):
+            if host not in services:
+                problem(f"compose: {name} connects to {host}, which is not a service here")
+                continue
+            if "healthcheck" not in services[host]:
+                problem(f"compose: service {host} (needed by {name}) has no healthcheck")
+            cond = depends.get(host, {}).get("condition") if isinstance(depends, dict) else None
+            if cond != "service_healthy":
+                problem(f"compose: {name} must depend on {host} with condition: service_healthy")
+    return len(nodes)
 
 
 # --- Kubernetes ---------------------------------------------------------------------------
+def check_helm_cluster(path, expect_replicas, external_secrets):
+    """The chart rendered with mode=cluster: every node is told the external services, its id is
+    its pod name, the Secrets it reads are rendered or named as external (created by the
+    operator, documented in values.yaml), and replicas > 1 get a PodDisruptionBudget."""
+    docs = [d for d in yaml.safe_load_all(open(path)) if d]
+    kinds = {}
+    for d in docs:
+        kinds.setdefault(d["kind"], []).append(d)
+    sts = (kinds.get("StatefulSet") or [None])[0]
+    if sts is None:
+        problem(f"{path}: no StatefulSet")
+        return finish("")
+    spec = sts["spec"]
+    if spec.get("replicas") != expect_replicas:
+        problem(f"StatefulSet: replicas {spec.get('replicas')}, expected {expect_replicas}")
+    if spec.get("podManagementPolicy") != "Parallel":
+        problem("StatefulSet: cluster nodes are identical; podManagementPolicy should be Parallel")
+    if spec.get("volumeClaimTemplates"):
+        problem("StatefulSet: cluster nodes keep nothing durable on /data; no PVC expected")
+    c = [c for c in spec["template"]["spec"]["containers"] if c["name"] == "starling"][0]
+    configmaps = {d["metadata"]["name"]: d.get("data", {}) for d in kinds.get("ConfigMap", [])}
+    secrets = {d["metadata"]["name"] for d in kinds.get("Secret", [])}
+    external = {s for s in (external_secrets or "").split(",") if s}
+    env, refs = {}, []
+    for src in c.get("envFrom", []):
+        if "configMapRef" in src:
+            env.update(configmaps.get(src["configMapRef"]["name"], {}))
+        if "secretRef" in src:
+            refs.append(src["secretRef"]["name"])
+    for e in c.get("env", []):
+        env[e["name"]] = e.get("value", e.get("valueFrom"))
+        ref = (e.get("valueFrom") or {}).get("secretKeyRef")
+        if ref:
+            refs.append(ref["name"])
+    if env.get("STARLING_MODE") != "cluster":
+        problem(f"env: STARLING_MODE is {env.get('STARLING_MODE')!r}, not cluster")
+    sid = env.get("TB_SERVICE_ID")
+    if not isinstance(sid, dict) or sid.get("fieldRef", {}).get("fieldPath") != "metadata.name":
+        problem(f"env: TB_SERVICE_ID must come from the pod name (fieldRef metadata.name), "
+                f"not {sid!r}")
+    for var in ("TB_KAFKA_SERVERS", "REDIS_HOST", "SPRING_DATASOURCE_URL"):
+        if not env.get(var):
+            problem(f"env: {var} is not set")
+    url = env.get("SPRING_DATASOURCE_URL")
+    if isinstance(url, str) and url and not DATASOURCE_URL.match(url):
+        problem(f"env: SPRING_DATASOURCE_URL {url!r} is not a form the loader accepts")
+    pw = env.get("SPRING_DATASOURCE_PASSWORD")
+    if not isinstance(pw, dict) or "secretKeyRef" not in pw:
+        problem("env: SPRING_DATASOURCE_PASSWORD must come from a Secret (secretKeyRef)")
+    for name in refs:
+        if name not in secrets and name not in external:
+            problem(f"env: Secret {name} is neither rendered by the chart nor an external "
+                    "Secret named in values (cluster.*.existingSecret)")
+    pod_labels = spec["template"]["metadata"]["labels"]
+    pdbs = [d for d in kinds.get("PodDisruptionBudget", [])
+            if all(pod_labels.get(k) == v
+                   for k, v in d["spec"]["selector"]["matchLabels"].items())]
+    if expect_replicas > 1 and not pdbs:
+        problem("no PodDisruptionBudget selecting the broker pods (replicas > 1)")
+    for d in pdbs:
+        mu = d["spec"].get("maxUnavailable")
+        if isinstance(mu, int) and mu >= expect_replicas:
+            problem(f"PodDisruptionBudget: maxUnavailable {mu} lets every node go at once")
+    finish(f"mode cluster, {expect_replicas} nodes, TB_SERVICE_ID = pod name, Secrets "
+           f"{sorted(set(refs))} external, PDB {'yes' if pdbs else 'no'}")
+
+
 def check_k8s(path, dockerfile, expect_replicas):
     docs = [d for d in yaml.safe_load_all(open(path)) if d]
     kinds = {}
@@ -570,7 +733,7 @@ def check_docs(path):
                            r"SECURITY|REDIS|SPRING)_[A-Z0-9_]+)\b", text))
     names = {n for n in names if not n.endswith("_")}  # ACTORS_SYSTEM_*_... patterns
     check_env_names(names, os.path.relpath(path, ROOT))
-    finish(f"{len(names)} variable names checked against config/starling.yml")
+    finish(f"{len(names)} variable names checked against config/starling.yml and the loader")
 
 
 # --- Runtime stage in a Debian rootfs (no container engine) ----------------------------------
@@ -931,6 +1094,22 @@ fi
 if [[ -n "$py" ]]; then
     run_check "compose layout (embedded default, cluster profile, drain budget, env names)" \
         deploycheck check_compose docker/docker-compose.yml
+    # The cluster checks must catch the mistakes they exist for.
+    sed 's/TB_SERVICE_ID: starling-node-3/TB_SERVICE_ID: starling-node-2/' \
+        docker/docker-compose.yml >"$work/dup-id-compose.yml"
+    expect_reject "compose layout: two nodes with one TB_SERVICE_ID" \
+        deploycheck check_compose "$work/dup-id-compose.yml"
+    sed 's#SPRING_DATASOURCE_URL: .*#SPRING_DATASOURCE_URL: postgres:5432/starling#' \
+        docker/docker-compose.yml >"$work/bad-url-compose.yml"
+    expect_reject "compose layout: a datasource URL the loader refuses" \
+        deploycheck check_compose "$work/bad-url-compose.yml"
+    sed 's/REDIS_HOST: valkey/REDIS_HOST: redis-typo/' docker/docker-compose.yml \
+        >"$work/bad-host-compose.yml"
+    expect_reject "compose layout: a node naming a service that is not there" \
+        deploycheck check_compose "$work/bad-host-compose.yml"
+    sed 's/REDIS_DB:/REDIS_DATABASE:/' docker/docker-compose.yml >"$work/bad-var-compose.yml"
+    expect_reject "compose layout: a variable the loader does not bind" \
+        deploycheck check_compose "$work/bad-var-compose.yml"
 fi
 
 echo "=== YAML style"
@@ -1021,16 +1200,29 @@ if [[ -n "$helm" ]]; then
     render default
     render no-persistence-clusterip --set persistence.enabled=false --set mqttService.type=ClusterIP \
         --set metrics.podAnnotations=true
-    render cluster-preview --set mode=cluster --set cluster.preview=true --set replicaCount=3 \
+    # Secrets the chart does not create: the operator does (values.yaml, docs/operations.md).
+    external_secrets=starling-postgres,starling-redis
+    render cluster --set mode=cluster --set replicaCount=3 \
         --set cluster.postgres.existingSecret=starling-postgres \
+        --set cluster.redis.existingSecret=starling-redis \
         --set metrics.serviceMonitor.enabled=true
-    for name in default no-persistence-clusterip cluster-preview; do
+    for name in default no-persistence-clusterip cluster; do
         [[ -s "$work/helm-$name.yaml" ]] && validate_k8s "helm ($name)" "$work/helm-$name.yaml"
     done
     if [[ -n "$py" && -s "$work/helm-default.yaml" ]]; then
         run_check "helm (default) structure" deploycheck check_k8s "$work/helm-default.yaml" docker/Dockerfile 1
-        run_check "helm (cluster-preview) structure" \
-            deploycheck check_k8s "$work/helm-cluster-preview.yaml" docker/Dockerfile 3
+    fi
+    if [[ -n "$py" && -s "$work/helm-cluster.yaml" ]]; then
+        run_check "helm (cluster) structure" \
+            deploycheck check_k8s "$work/helm-cluster.yaml" docker/Dockerfile 3
+        run_check "helm (cluster) env, node ids, Secrets, disruption budget" \
+            deploycheck check_helm_cluster "$work/helm-cluster.yaml" 3 "$external_secrets"
+        sed 's/fieldPath: metadata.name/fieldPath: metadata.namespace/' \
+            "$work/helm-cluster.yaml" >"$work/bad-helm-cluster.yaml"
+        expect_reject "helm (cluster) check: TB_SERVICE_ID not from the pod name" \
+            deploycheck check_helm_cluster "$work/bad-helm-cluster.yaml" 3 "$external_secrets"
+        expect_reject "helm (cluster) check: a Secret neither rendered nor external" \
+            deploycheck check_helm_cluster "$work/helm-cluster.yaml" 3 starling-postgres
     fi
     # Values the chart must refuse.
     refuse() { # name, then --set flags
@@ -1043,7 +1235,13 @@ if [[ -n "$helm" ]]; then
         fi
     }
     refuse "embedded with 3 replicas" --set replicaCount=3
-    refuse "cluster mode without preview" --set mode=cluster
+    refuse "cluster mode without the PostgreSQL password Secret" --set mode=cluster
+    refuse "cluster mode with a datasource URL the loader refuses" --set mode=cluster \
+        --set cluster.postgres.existingSecret=s --set cluster.postgres.url=postgres:5432/starling
+    refuse "cluster mode without Kafka servers" --set mode=cluster \
+        --set cluster.postgres.existingSecret=s --set cluster.kafka.servers=
+    refuse "a cluster variable set in config too" --set mode=cluster \
+        --set cluster.postgres.existingSecret=s --set config.REDIS_HOST=other
     refuse "a grace period shorter than the drain" --set terminationGracePeriodSeconds=12
     refuse "an unknown mode" --set mode=standalone
 else
