@@ -97,6 +97,18 @@ class broker_core {
     void set_coordinator(session_coordinator* c) { coordinator_ = c; }
     session_coordinator* coordinator() const { return coordinator_; }
 
+    // Cluster mode: an actor that lost its session to another node removed its trie entries;
+    // the state follower then puts back the mirrored entries of the new owner, which it had to
+    // keep out while the local ones existed (local entries win). Set once before start.
+    void set_subscriptions_dropped_hook(std::function<void(const std::string&)> hook) {
+        subscriptions_dropped_hook_ = std::move(hook);
+    }
+    void subscriptions_dropped(const std::string& client_id) const {
+        if (subscriptions_dropped_hook_) {
+            subscriptions_dropped_hook_(client_id);
+        }
+    }
+
     // Refreshes the gauges derived from shared structures (called by the metrics scrape).
     void refresh_gauges();
 
@@ -119,6 +131,7 @@ class broker_core {
     retained_store retained_;
     session_registry sessions_;
     std::atomic<bool> stopping_{false};
+    std::function<void(const std::string&)> subscriptions_dropped_hook_;
     auth::authenticator* authenticator_ = nullptr;
     const auth::blocked_clients* blocked_ = nullptr;
     session_coordinator* coordinator_ = nullptr;

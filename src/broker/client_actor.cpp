@@ -494,7 +494,11 @@ void client_actor::drop_local_session() {
     for (const auto& [key, sub] : subscriptions_) {
         core_.trie().unsubscribe(sub.filter, client_id_, sub.share_group);
     }
+    const bool had_subscriptions = !subscriptions_.empty();
     subscriptions_.clear();
+    if (had_subscriptions) {
+        core_.subscriptions_dropped(client_id_);
+    }
     inflight_.clear();
     queued_.clear();
     sent_before_.clear();
@@ -1601,7 +1605,11 @@ void client_actor::end_session() {
     for (const auto& [key, sub] : subscriptions_) {
         core_.trie().unsubscribe(sub.filter, client_id_, sub.share_group);
     }
+    const bool had_subscriptions = !subscriptions_.empty();
     subscriptions_.clear();
+    if (had_subscriptions) {
+        core_.subscriptions_dropped(client_id_);
+    }
     inflight_.clear();
     queued_.clear();
     core_.sessions().erase_session(client_id_);

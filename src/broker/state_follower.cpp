@@ -138,6 +138,26 @@ void state_follower::apply_subscriptions(const std::string& client_id, std::stri
     }
 }
 
+void state_follower::reapply_subscriptions(const std::string& client_id) {
+    auto set = core_.sessions().subscriptions_of(client_id);
+    if (!set) {
+        return;
+    }
+    std::string owner;
+    {
+        std::lock_guard lock(mirror_mutex_);
+        auto it = mirrored_.find(client_id);
+        if (it == mirrored_.end()) {
+            return;
+        }
+        owner = it->second.owner_node;
+        // Forget the keys: apply_subscriptions then subscribes every entry again instead of
+        // treating them as already present.
+        mirrored_.erase(it);
+    }
+    apply_subscriptions(client_id, *set, owner);
+}
+
 void state_follower::apply_retained(const std::string& topic, std::string_view value) {
     if (value.empty()) {
         core_.retained().erase(topic);

@@ -73,6 +73,10 @@ class state_follower {
     status start(std::vector<std::pair<topic_partition, std::int64_t>> start);
     void stop();
 
+    // Applies the client's mirrored subscription set again (from session_registry's copy):
+    // called when a local actor dropped its own entries, which had kept the mirror out.
+    void reapply_subscriptions(const std::string& client_id);
+
     // Records applied (own echoes skipped are not counted). For tests and logs.
     std::uint64_t applied() const { return applied_.load(std::memory_order_acquire); }
     // Clients whose subscriptions are mirrored from other nodes.

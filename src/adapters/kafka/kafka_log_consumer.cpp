@@ -7,8 +7,11 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 namespace starling::adapters::kafka {
 
@@ -75,11 +78,20 @@ void on_consumer_error(rd_kafka_t* /*rk*/, int err, const char* reason, void* /*
                  reason);
 }
 
+// Set by the rebalance callback (librdkafka's thread or poll()) once the group handed this member
+// its first assignment, possibly empty; read by close().
+struct group_progress {
+    std::atomic<bool> assigned_once{false};
+};
+
 // Cooperative-sticky hands over partitions incrementally: an assign event adds partitions and a
 // revoke event removes only those named, so the member keeps reading the rest through the
 // rebalance. The eager branch is kept for an operator who overrides the strategy.
 void on_rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err,
-                  rd_kafka_topic_partition_list_t* partitions, void* /*opaque*/) {
+                  rd_kafka_topic_partition_list_t* partitions, void* opaque) {
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS && opaque != nullptr) {
+        static_cast<group_progress*>(opaque)->assigned_once.store(true, std::memory_order_release);
+    }
     const bool cooperative = std::strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
     rd_kafka_error_t* error = nullptr;
     rd_kafka_resp_err_t code = RD_KAFKA_RESP_ERR_NO_ERROR;
@@ -110,6 +122,7 @@ void on_rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err,
 }  // namespace
 
 struct kafka_log_consumer::impl {
+    group_progress progress;  // before client: the callbacks use it until the client is gone
     handle_ptr client;
     queue_ptr queue;
     std::size_t max_records = 500;
@@ -134,6 +147,8 @@ result<std::unique_ptr<log_consumer>> make_consumer(const kafka_log_config& conf
         spdlog::error("kafka consumer (group {}): property {}", spec.group_id, why);
         return conf.error();
     }
+    auto state = std::make_unique<kafka_log_consumer::impl>();
+    rd_kafka_conf_set_opaque(conf->get(), &state->progress);
     rd_kafka_conf_set_error_cb(conf->get(), &on_consumer_error);
     route_logs(conf->get());
     if (!spec.topics.empty()) {
@@ -144,7 +159,6 @@ result<std::unique_ptr<log_consumer>> make_consumer(const kafka_log_config& conf
         spdlog::error("kafka consumer (group {}): {}", spec.group_id, why);
         return client.error();
     }
-    auto state = std::make_unique<kafka_log_consumer::impl>();
     state->client = std::move(*client);
     state->max_records = spec.max_poll_records;
     state->manual = spec.topics.empty();
@@ -379,6 +393,19 @@ void kafka_log_consumer::close() {
     const auto code = rd_kafka_consumer_close(impl_->client.get());
     if (code != RD_KAFKA_RESP_ERR_NO_ERROR) {
         spdlog::warn("kafka consumer: close: {}", rd_kafka_err2str(code));
+    }
+    if (!impl_->manual && !impl_->progress.assigned_once.load(std::memory_order_acquire)) {
+        // librdkafka before 2.3.0 (Debian 12 ships 2.0.2) aborts in rd_kafka_destroy() of a
+        // cooperative-sticky member that never received an assignment
+        // (rd_kafka_sticky_assignor_state_destroy: Assertion `assignor_state' failed;
+        // librdkafka issue 4312). Such a member has left the group above; its handle is kept,
+        // reachable, until the process exits instead of being destroyed. Rare (a consumer
+        // stopped before its group settled) and bounded by the consumers created.
+        static auto* kept = new std::vector<handle_ptr>();
+        static std::mutex kept_mutex;
+        std::lock_guard lock(kept_mutex);
+        kept->push_back(std::move(impl_->client));
+        impl_->queue.reset();
     }
 }
 

@@ -14,7 +14,9 @@
 // derived inside the scripts from KEYS[1] (as TBMQ does): same slot by the hash tag.
 //
 // Expiry is judged against the broker's clock (ARGV now_ms), so the injected clock rules; the
-// Redis TTL is the backstop that frees memory for inboxes nobody reads.
+// Redis TTL is the backstop that frees memory for inboxes nobody reads: the expiry plus one
+// minute, so Redis never removes a message before the broker's clock says it expired (the
+// clocks of the broker and Redis may disagree by that much).
 
 #include <array>
 #include <string_view>
@@ -84,7 +86,8 @@ for i = 1, n do
     if seen > skip then
       local key = index .. '_' .. id
       score = score + 1
-      redis.call('SET', key, '0|' .. expires .. '|' .. ARGV[2 + 2 * i], 'PXAT', expires)
+      redis.call('SET', key, '0|' .. expires .. '|' .. ARGV[2 + 2 * i], 'PXAT',
+                 string.format('%.0f', tonumber(expires) + 60000))
       redis.call('ZADD', index, score, key)
     end
   end

@@ -57,14 +57,40 @@ Refuses values that would deploy a broken broker. Included by the StatefulSet, s
 {{- if and (eq .Values.mode "embedded") (ne (int .Values.replicaCount) 1) -}}
 {{- fail "replicaCount: embedded mode runs exactly 1 replica (each embedded node is a separate broker with its own data); more nodes need mode=cluster" -}}
 {{- end -}}
-{{- if and (eq .Values.mode "cluster") (not .Values.cluster.preview) -}}
-{{- fail "mode: cluster mode is coming soon; this starlingd build refuses STARLING_MODE=cluster at start-up. Set cluster.preview=true only to render and review the manifests" -}}
-{{- end -}}
-{{- if and (eq .Values.mode "cluster") (not .Values.cluster.postgres.existingSecret) -}}
-{{- fail "cluster.postgres.existingSecret: cluster mode needs a Secret with the PostgreSQL password" -}}
+{{- if eq .Values.mode "cluster" -}}
+{{- include "starling.validateCluster" . -}}
 {{- end -}}
 {{- $drain := add (int (index .Values.config "TBMQ_GRACEFUL_SHUTDOWN_TIMEOUT_SEC" | default "10")) (int (index .Values.config "TCP_NETTY_SHUTDOWN_TIMEOUT" | default "5")) -}}
 {{- if le (int .Values.terminationGracePeriodSeconds) (int $drain) -}}
 {{- fail (printf "terminationGracePeriodSeconds: %v must exceed TBMQ_GRACEFUL_SHUTDOWN_TIMEOUT_SEC + TCP_NETTY_SHUTDOWN_TIMEOUT (%d s), or the kubelet kills the broker mid-drain" .Values.terminationGracePeriodSeconds $drain) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Cluster mode: the external services must be named, the datasource URL must be a form the
+loader accepts, and the variables the chart derives from `cluster.*` must not also be set in
+`config` (two values for one variable; the ConfigMap would carry a duplicate key).
+*/}}
+{{- define "starling.validateCluster" -}}
+{{- $c := .Values.cluster -}}
+{{- if not $c.kafka.servers -}}
+{{- fail "cluster.kafka.servers: cluster mode needs the Kafka bootstrap servers (TB_KAFKA_SERVERS), host:port[,host:port...]" -}}
+{{- end -}}
+{{- if not $c.kafka.prefix -}}
+{{- fail "cluster.kafka.prefix: cluster mode needs a topic prefix (TB_KAFKA_PREFIX)" -}}
+{{- end -}}
+{{- if not $c.redis.host -}}
+{{- fail "cluster.redis.host: cluster mode needs the Redis/Valkey host (REDIS_HOST)" -}}
+{{- end -}}
+{{- if not (regexMatch "^(jdbc:postgresql|postgresql|postgres)://[^/]+/[^/?]+" (toString $c.postgres.url)) -}}
+{{- fail (printf "cluster.postgres.url: %q is not jdbc:postgresql://host[:port]/database or postgresql://[user[:password]@]host[:port]/database (SPRING_DATASOURCE_URL)" (toString $c.postgres.url)) -}}
+{{- end -}}
+{{- if not $c.postgres.existingSecret -}}
+{{- fail "cluster.postgres.existingSecret: cluster mode needs a Secret with the PostgreSQL password (SPRING_DATASOURCE_PASSWORD), e.g. kubectl create secret generic starling-postgres --from-literal=password=..." -}}
+{{- end -}}
+{{- range $var, $key := dict "TB_KAFKA_SERVERS" "kafka.servers" "TB_KAFKA_PREFIX" "kafka.prefix" "TB_KAFKA_REPLICATION_FACTOR" "kafka.replicationFactor" "REDIS_HOST" "redis.host" "REDIS_PORT" "redis.port" "REDIS_DB" "redis.db" "REDIS_USERNAME" "redis.username" "REDIS_PASSWORD" "redis.existingSecret" "SPRING_DATASOURCE_URL" "postgres.url" "SPRING_DATASOURCE_USERNAME" "postgres.username" "SPRING_DATASOURCE_PASSWORD" "postgres.existingSecret" -}}
+{{- if hasKey $.Values.config $var -}}
+{{- fail (printf "config.%s: in cluster mode the chart sets %s from cluster.%s; set it there" $var $var $key) -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
