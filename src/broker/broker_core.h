@@ -103,6 +103,21 @@ class broker_core {
     void set_subscriptions_dropped_hook(std::function<void(const std::string&)> hook) {
         subscriptions_dropped_hook_ = std::move(hook);
     }
+    // Cluster mode: runs `done` once this node's mirror holds every client.subscriptions record
+    // written so far for the client (state_follower::after_subscriptions_caught_up); at once
+    // when no follower is set.
+    using subscriptions_barrier = std::function<void(const std::string&, std::function<void()>)>;
+    void set_subscriptions_barrier(subscriptions_barrier barrier) {
+        subscriptions_barrier_ = std::move(barrier);
+    }
+    void after_subscriptions_caught_up(const std::string& client_id,
+                                       std::function<void()> done) const {
+        if (subscriptions_barrier_) {
+            subscriptions_barrier_(client_id, std::move(done));
+        } else {
+            done();
+        }
+    }
     void subscriptions_dropped(const std::string& client_id) const {
         if (subscriptions_dropped_hook_) {
             subscriptions_dropped_hook_(client_id);
@@ -132,6 +147,7 @@ class broker_core {
     session_registry sessions_;
     std::atomic<bool> stopping_{false};
     std::function<void(const std::string&)> subscriptions_dropped_hook_;
+    subscriptions_barrier subscriptions_barrier_;
     auth::authenticator* authenticator_ = nullptr;
     const auth::blocked_clients* blocked_ = nullptr;
     session_coordinator* coordinator_ = nullptr;

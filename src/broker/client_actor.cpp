@@ -392,7 +392,13 @@ void client_actor::on_cluster_connect_reply(std::uint64_t channel_id, const std:
         // still has is older than the handler's view.
         drop_local_session();
         if (grant.session_present) {
-            adopt_subscriptions();
+            // The node the session comes from wrote its last subscription set before it
+            // acknowledged it; this node's mirror may not have applied it yet. Adopt once the
+            // follower caught up (CONNACK does not wait: the client is told its session exists,
+            // and the subscriptions follow within the follower's lag).
+            core_.after_subscriptions_caught_up(client_id_, [self = shared_from_this()] {
+                self->post([](client_actor& a) { a.adopt_subscriptions(); });
+            });
             session_exists_ = true;
             persistent_ = true;
         } else {
@@ -512,6 +518,7 @@ void client_actor::drop_local_session() {
 void client_actor::adopt_subscriptions() {
     auto set = core_.sessions().subscriptions_of(client_id_);
     if (!set) {
+        spdlog::info("client {}: session taken over with no subscriptions to adopt", client_id_);
         return;
     }
     proto::client_subscriptions parsed;
@@ -531,8 +538,17 @@ void client_actor::adopt_subscriptions() {
         if (ts.has_subscription_id()) {
             sub.subscription_id = ts.subscription_id();
         }
+        // A SUBSCRIBE the client sent after its CONNACK, before this ran, is newer: it wins.
+        if (subscriptions_.contains(subscription_key(sub.share_group, sub.filter))) {
+            continue;
+        }
         add_subscription(std::move(sub));
     }
+    spdlog::info("client {}: adopted {} subscriptions from the session's previous node", client_id_,
+                 parsed.subscriptions_size());
+    // This node is now the set's single writer: its record (origin = this node) is what the
+    // other nodes mirror, routing to this node from now on.
+    write_subscriptions([](status) {});
 }
 
 void client_actor::add_subscription(stored_subscription sub) {

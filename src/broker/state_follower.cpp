@@ -138,6 +138,58 @@ void state_follower::apply_subscriptions(const std::string& client_id, std::stri
     }
 }
 
+void state_follower::after_subscriptions_caught_up(const std::string& client_id,
+                                                   std::function<void()> done,
+                                                   std::chrono::milliseconds timeout) {
+    if (!running_.load(std::memory_order_acquire) || subscription_partitions_ <= 0) {
+        done();
+        return;
+    }
+    barrier b;
+    b.tp = topic_partition{core_.topics().client_subscriptions(),
+                           partition_for_key(client_id, subscription_partitions_)};
+    b.deadline = std::chrono::steady_clock::now() + timeout;
+    b.done = std::move(done);
+    {
+        std::lock_guard lock(barriers_mutex_);
+        barriers_.push_back(std::move(b));
+    }
+    consumer_->wakeup();
+}
+
+void state_follower::serve_barriers() {
+    std::vector<barrier> ready;
+    {
+        std::lock_guard lock(barriers_mutex_);
+        if (barriers_.empty()) {
+            return;
+        }
+        const auto now = std::chrono::steady_clock::now();
+        for (auto it = barriers_.begin(); it != barriers_.end();) {
+            if (it->target < 0) {
+                // Read on this thread: a blocking round trip to the log is fine here.
+                auto end = consumer_->end_offset(it->tp);
+                it->target = end ? end.value() : 0;
+            }
+            auto pos = positions_.find(it->tp);
+            const bool caught_up = pos != positions_.end() && pos->second >= it->target;
+            if (caught_up || now >= it->deadline) {
+                if (!caught_up) {
+                    spdlog::warn("state follower: {}/{} not caught up to {} in time", it->tp.topic,
+                                 it->tp.partition, it->target);
+                }
+                ready.push_back(std::move(*it));
+                it = barriers_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
+    for (auto& b : ready) {
+        b.done();
+    }
+}
+
 void state_follower::reapply_subscriptions(const std::string& client_id) {
     auto set = core_.sessions().subscriptions_of(client_id);
     if (!set) {
@@ -226,6 +278,10 @@ status state_follower::start(std::vector<std::pair<topic_partition, std::int64_t
     spec.max_poll_records = 1000;
     for (const auto& [tp, offset] : start) {
         spec.assignment.push_back(tp);
+        positions_[tp] = offset;
+        if (tp.topic == t.client_subscriptions()) {
+            ++subscription_partitions_;
+        }
     }
     auto consumer = core_.log().create_consumer(spec);
     if (!consumer) {
@@ -267,7 +323,18 @@ void state_follower::run() {
         }
         for (const auto& rec : polled.value()) {
             apply(rec);
+            positions_[topic_partition{rec.topic, rec.partition}] = rec.offset + 1;
         }
+        serve_barriers();
+    }
+    // Stopping: whoever waits is not left waiting.
+    std::vector<barrier> left;
+    {
+        std::lock_guard lock(barriers_mutex_);
+        left.swap(barriers_);
+    }
+    for (auto& b : left) {
+        b.done();
     }
     spdlog::debug("state follower of node {} stopped", core_.cfg().node_id);
 }

@@ -35,7 +35,9 @@
 #include "starling/message_log.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -73,6 +75,14 @@ class state_follower {
     status start(std::vector<std::pair<topic_partition, std::int64_t>> start);
     void stop();
 
+    // Runs `done` (on the follower's thread) once the follower has applied client.subscriptions
+    // up to the end offset that the client's partition has when the request is served: every
+    // subscription record written before the call (e.g. by the node a session is taken over
+    // from, before its SUBACK) is then in the mirror. Bounded: after `timeout` `done` runs
+    // anyway (logged). Thread-safe.
+    void after_subscriptions_caught_up(const std::string& client_id, std::function<void()> done,
+                                       std::chrono::milliseconds timeout);
+
     // Applies the client's mirrored subscription set again (from session_registry's copy):
     // called when a local actor dropped its own entries, which had kept the mirror out.
     void reapply_subscriptions(const std::string& client_id);
@@ -88,7 +98,15 @@ class state_follower {
         std::vector<std::pair<std::string, std::string>> keys;  // (filter, share group)
     };
 
+    struct barrier {
+        topic_partition tp;
+        std::int64_t target = -1;  // -1: end offset not read yet
+        std::chrono::steady_clock::time_point deadline;
+        std::function<void()> done;
+    };
+
     void run();
+    void serve_barriers();
     void apply(const log_record& rec);
     void apply_blocked(const std::string& key, const std::string& value);
 
@@ -97,6 +115,11 @@ class state_follower {
     std::unique_ptr<log_consumer> consumer_;
     std::thread thread_;
     std::atomic<std::uint64_t> applied_{0};
+    std::int32_t subscription_partitions_ = 0;
+    // Next offset to apply per followed partition (follower thread only).
+    std::map<topic_partition, std::int64_t> positions_;
+    std::mutex barriers_mutex_;
+    std::vector<barrier> barriers_;
 
     // Guards the mirrored sets: the snapshot (caller's thread) and the follower thread write
     // them, never at once in practice, but the lock makes that a guarantee.
