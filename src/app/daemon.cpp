@@ -42,6 +42,7 @@ broker::settings broker_settings(const config::broker_config& c) {
     broker::settings s;
     s.node_id = c.service.id;
     s.cluster = c.starling.mode == config::run_mode::cluster;
+    s.shared_inbox = s.cluster;  // cluster mode keeps device inboxes in Redis
     s.topic_prefix = c.queue.kafka.kafka_prefix;
     s.max_in_flight = c.mqtt.max_in_flight_msgs;
     s.max_packet_size = c.listener.tcp.netty.max_payload_size;
@@ -508,6 +509,11 @@ void daemon::open_cluster_stores() {
     redis_cfg.connect_timeout = cfg_.redis.standalone.connect_timeout;
     redis_cfg.command_timeout = cfg_.redis.standalone.read_timeout;
     redis_cfg.max_messages = cfg_.mqtt.persistent_session.device.persisted_messages.limit;
+    // Two clusters (or test runs) sharing one Redis keep apart the way they do in Kafka: by the
+    // prefix of their topics.
+    if (!cfg_.queue.kafka.kafka_prefix.empty()) {
+        redis_cfg.key_prefix = cfg_.queue.kafka.kafka_prefix + ":";
+    }
     redis_cfg.default_ttl = std::chrono::duration_cast<std::chrono::milliseconds>(
         cfg_.mqtt.persistent_session.device.persisted_messages.ttl);
     auto inbox = adapters::redis::open_redis_device_inbox(redis_cfg, system_clock::instance());

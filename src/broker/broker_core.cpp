@@ -114,6 +114,7 @@ void broker_core::write_session(const session_record& record, std::function<void
     s.set_disconnected_at_ms(record.disconnected_at_ms);
     s.set_client_type(record.type == client_type::application ? "APPLICATION" : "DEVICE");
     s.set_session_id(record.session_id);
+    s.set_request_offset(record.request_offset);
     log_.produce(topics_.client_session(), record.client_id, s.SerializeAsString(),
                  origin_headers(), [done = std::move(done)](result<produce_ack> r) {
                      done(r ? status{} : status{r.error()});

@@ -342,7 +342,8 @@ void client_actor::request_cluster_connect(const mqtt::connect& p, std::uint32_t
                         .clean_start = p.clean_start,
                         .session_expiry_interval = expiry,
                         .persistent = expiry != 0,
-                        .protocol_version = static_cast<std::uint32_t>(p.protocol_version)};
+                        .protocol_version = static_cast<std::uint32_t>(p.protocol_version),
+                        .type = type_};
     coordinator->request_connect(req, [self = shared_from_this(), channel_id, request_id, expiry,
                                        id_assigned](result<connect_grant> r) {
         self->post([channel_id, request_id, expiry, id_assigned,

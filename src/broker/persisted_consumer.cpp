@@ -94,9 +94,25 @@ void persisted_consumer::run(std::size_t index, log_consumer* consumer) {
     }
 }
 
+namespace {
+
+// Header of a record on msg.downlink.persisted.<node> that carries no copy, only the news that
+// the client's (shared) inbox grew: the owner's actor reads it from there.
+constexpr const char* inbox_signal_header = "starling-inbox-signal";
+
+bool is_inbox_signal(const log_record& rec) {
+    return std::any_of(rec.headers.begin(), rec.headers.end(),
+                       [](const log_header& h) { return h.key == inbox_signal_header; });
+}
+
+}  // namespace
+
 bool persisted_consumer::write_batch(std::vector<log_record>& records) {
-    // Copies of sessions that live on another node go there (its inbox is its own).
-    // A connected local actor wins over the mirror (its session record may still be in flight).
+    // Copies of sessions that live on another node: with node-local inboxes they go there (the
+    // owner appends them); with a shared inbox this consumer appends them and only tells the
+    // owner. A connected local actor wins over the mirror (its session record may still be in
+    // flight).
+    const bool shared = core_.cfg().shared_inbox;
     std::vector<std::pair<log_record*, std::string>> remote;  // record, owner node
     if (opts_.forward) {
         const auto& self = core_.cfg().node_id;
@@ -111,13 +127,26 @@ bool persisted_consumer::write_batch(std::vector<log_record>& records) {
             }
         }
     }
-    const bool forwarded = forward(remote);
+    bool forwarded = shared || forward(remote, false);
     // Group by client, keeping each client's order (one partition per client id).
     std::map<std::string, std::vector<inbox_entry>> by_client;
+    std::vector<std::string> signalled;  // signal-only records from another node's consumer
+    std::vector<std::pair<log_record*, std::string>> signals;  // (shared) one per owner+client
     for (auto& rec : records) {
-        if (std::any_of(remote.begin(), remote.end(),
-                        [&](const auto& r) { return r.first == &rec; })) {
+        if (is_inbox_signal(rec)) {
+            signalled.push_back(rec.key);
             continue;
+        }
+        auto remote_it = std::find_if(remote.begin(), remote.end(),
+                                      [&](const auto& r) { return r.first == &rec; });
+        if (remote_it != remote.end()) {
+            if (!shared) {
+                continue;  // forwarded above: the owner appends it
+            }
+            if (std::none_of(signals.begin(), signals.end(),
+                             [&](const auto& s) { return s.first->key == rec.key; })) {
+                signals.push_back(*remote_it);
+            }
         }
         proto::persisted_msg pm;
         if (!pm.ParseFromString(rec.value)) {
@@ -157,7 +186,12 @@ bool persisted_consumer::write_batch(std::vector<log_record>& records) {
         std::unique_lock lock(mutex);
         cv.wait(lock, [&] { return outstanding == 0; });
     }
+    // The owners learn of it only after the copies are in the shared inbox.
+    if (shared && ok) {
+        forwarded = forward(signals, true);
+    }
     // Signal the actors of the clients whose inbox grew (they deliver if connected).
+    appended.insert(appended.end(), signalled.begin(), signalled.end());
     for (const auto& id : appended) {
         if (auto actor = core_.sessions().find_actor(id)) {
             actor->tell_control(client_msg::inbox_signal{});
@@ -166,7 +200,8 @@ bool persisted_consumer::write_batch(std::vector<log_record>& records) {
     return ok && forwarded;
 }
 
-bool persisted_consumer::forward(const std::vector<std::pair<log_record*, std::string>>& records) {
+bool persisted_consumer::forward(const std::vector<std::pair<log_record*, std::string>>& records,
+                                 bool signal_only) {
     if (records.empty()) {
         return true;
     }
@@ -175,7 +210,12 @@ bool persisted_consumer::forward(const std::vector<std::pair<log_record*, std::s
     std::size_t outstanding = records.size();
     bool ok = true;
     for (const auto& [rec, owner] : records) {
-        core_.log().produce(core_.topics().downlink_persisted(owner), rec->key, rec->value, {},
+        std::vector<log_header> headers;
+        if (signal_only) {
+            headers.push_back(log_header{inbox_signal_header, "1"});
+        }
+        core_.log().produce(core_.topics().downlink_persisted(owner), rec->key,
+                            signal_only ? std::string() : rec->value, std::move(headers),
                             [&](result<produce_ack> r) {
                                 std::lock_guard lock(mutex);
                                 if (!r) {

@@ -8,11 +8,14 @@
 // unreachable) the consumer seeks back to the batch start and retries with backoff, so a
 // restarted inbox store loses nothing (appends are at least once).
 //
-// Cluster mode: the device inbox is node-local (until the Redis inbox, issue 4), so a copy for a
-// client whose session lives on another node (session_registry mirror) is forwarded to
-// msg.downlink.persisted.<owner> instead; the batch commits once the forwards were acknowledged
-// too. That node runs a second instance of this class on its downlink topic (`forward` off),
-// which appends to its own inbox and signals the actor.
+// Cluster mode, for a client whose session lives on another node (session_registry mirror):
+//   - shared inbox (Redis; settings::shared_inbox): the copy is appended here like any other,
+//     then an empty record with the header starling-inbox-signal goes to
+//     msg.downlink.persisted.<owner>, whose consumer only signals the actor. A dead owner loses
+//     nothing: the copy is in the inbox the client reads wherever it reconnects.
+//   - node-local inboxes: the copy itself is forwarded there instead, and that node's instance
+//     of this class (on its downlink topic, `forward` off) appends it to its own inbox.
+// The batch commits once the forwards were acknowledged too.
 //
 // Threads: its own consumer threads (queue.device-persisted-msg.consumers-count).
 
@@ -51,8 +54,9 @@ class persisted_consumer {
   private:
     void run(std::size_t index, log_consumer* consumer);
     bool write_batch(std::vector<log_record>& records);
-    // Produces each record to its owner node's downlink topic; true when all were acknowledged.
-    bool forward(const std::vector<std::pair<log_record*, std::string>>& records);
+    // Produces each record (or, signal_only, an empty record with the inbox-signal header) to
+    // its owner node's downlink topic; true when all were acknowledged.
+    bool forward(const std::vector<std::pair<log_record*, std::string>>& records, bool signal_only);
 
     broker_core& core_;
     options opts_;

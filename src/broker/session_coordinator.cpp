@@ -58,8 +58,9 @@ proto::client_session to_proto(const session_record& r) {
     s.set_session_expiry_interval(r.session_expiry_interval);
     s.set_connected_at_ms(r.connected_at_ms);
     s.set_disconnected_at_ms(r.disconnected_at_ms);
-    s.set_client_type("DEVICE");
+    s.set_client_type(r.type == client_type::application ? "APPLICATION" : "DEVICE");
     s.set_session_id(r.session_id);
+    s.set_request_offset(r.request_offset);
     return s;
 }
 
@@ -195,7 +196,13 @@ void session_coordinator::request_connect(const connect_request& req,
                     "refusing CONNECT as server unavailable",
                     client, core_.cfg().session_request_timeout.count(), id);
                 core_.probe().session_request_timed_out();
-                finish(id, std::make_error_code(std::errc::timed_out));
+                if (finish(id, std::make_error_code(std::errc::timed_out))) {
+                    std::lock_guard given_up_lock(pending_mutex_);
+                    if (given_up_.size() >= 10000) {
+                        given_up_.clear();  // bounded; a grant older than that is long gone
+                    }
+                    given_up_.insert(id);
+                }
             });
     }
     proto::session_event ev;
@@ -207,6 +214,7 @@ void session_coordinator::request_connect(const connect_request& req,
     ev.set_session_expiry_interval(req.session_expiry_interval);
     ev.set_persistent(req.persistent);
     ev.set_protocol_version(req.protocol_version);
+    ev.set_client_type(req.type == client_type::application ? "APPLICATION" : "DEVICE");
     ev.set_timestamp_ms(core_.now_ms());
     core_.log().produce(request_topic_, req.client_id, ev.SerializeAsString(), {},
                         [this, id = req.request_id](result<produce_ack> r) {
@@ -292,7 +300,7 @@ void session_coordinator::forget_partition(std::int32_t partition) {
     });
 }
 
-void session_coordinator::handle_event(const proto::session_event& ev,
+void session_coordinator::handle_event(const proto::session_event& ev, std::int64_t offset,
                                        const std::shared_ptr<countdown>& pending_writes) {
     const std::string& client_id = ev.client_id();
     auto prev = current(client_id);
@@ -337,13 +345,24 @@ void session_coordinator::handle_event(const proto::session_event& ev,
         return;
     }
 
-    session_record next{.client_id = client_id,
-                        .persistent = ev.persistent(),
-                        .connected = true,
-                        .session_expiry_interval = ev.session_expiry_interval(),
-                        .connected_at_ms = now,
-                        .node_id = ev.node_id(),
-                        .session_id = ev.request_id()};
+    if (prev && prev->request_offset > offset) {
+        // Read again after a rebalance (the batch's commit failed): this request was handled
+        // (== its own session) or superseded by a later one; doing it again would replay a
+        // takeover of the newer connection.
+        spdlog::debug("client {}: CONNECT request {} at offset {} already handled", client_id,
+                      ev.request_id(), offset);
+        return;
+    }
+    session_record next{
+        .client_id = client_id,
+        .persistent = ev.persistent(),
+        .connected = true,
+        .session_expiry_interval = ev.session_expiry_interval(),
+        .connected_at_ms = now,
+        .node_id = ev.node_id(),
+        .session_id = ev.request_id(),
+        .type = ev.client_type() == "APPLICATION" ? client_type::application : client_type::device,
+        .request_offset = offset + 1};
     proto::session_event_response reply;
     reply.set_client_id(client_id);
     reply.set_request_id(ev.request_id());
@@ -441,7 +460,7 @@ void session_coordinator::run_handler(log_consumer* consumer) {
                              rec.topic, rec.partition, rec.offset);
                 continue;
             }
-            handle_event(ev, pending_writes);
+            handle_event(ev, rec.offset, pending_writes);
         }
         if (!pending_writes->wait_until(std::chrono::steady_clock::now() + batch_write_bound)) {
             spdlog::warn("session-event handler: {} writes unacknowledged after {} s",
@@ -483,9 +502,16 @@ void session_coordinator::run_inbox(log_consumer* consumer) {
                            connect_grant{.session_present = reply.session_present(),
                                          .previous_session_id = reply.previous_session_id(),
                                          .previous_node_id = reply.previous_node_id()});
+                bool gave_up = false;
                 if (!delivered) {
+                    std::lock_guard lock(pending_mutex_);
+                    gave_up = given_up_.erase(reply.request_id()) != 0;
+                }
+                if (gave_up) {
                     // The requester gave up (timeout) before the grant came: the session has
-                    // no connection, so it must not stay "connected" in client.session.
+                    // no connection, so it must not stay "connected" in client.session. (A
+                    // grant for a request already answered — a handler that read it again
+                    // after a rebalance — is ignored.)
                     if (reply.persistent()) {
                         notify_disconnected(reply.client_id(), reply.request_id(),
                                             reply.session_expiry_interval());

@@ -46,6 +46,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace starling::proto {
@@ -63,6 +64,7 @@ struct connect_request {
     std::uint32_t session_expiry_interval = 0;
     bool persistent = false;
     std::uint32_t protocol_version = 5;
+    client_type type = client_type::device;
 };
 
 // The handler's answer to a granted CONNECT.
@@ -117,7 +119,7 @@ class session_coordinator {
     };
     void run_handler(log_consumer* consumer);
     void run_inbox(log_consumer* consumer);
-    void handle_event(const proto::session_event& ev,
+    void handle_event(const proto::session_event& ev, std::int64_t offset,
                       const std::shared_ptr<countdown>& pending_writes);
     std::optional<session_record> current(const std::string& client_id);
     void forget_partition(std::int32_t partition);
@@ -149,6 +151,7 @@ class session_coordinator {
 
     mutable std::mutex pending_mutex_;
     std::unordered_map<std::string, pending> pending_;
+    std::unordered_set<std::string> given_up_;  // requests that timed out (guarded as pending_)
 };
 
 }  // namespace starling::broker

@@ -39,6 +39,9 @@ struct session_record {
     std::string session_id;
     // From authentication; decides the route of a persistent session's QoS 1/2 copies.
     client_type type = client_type::device;
+    // Cluster mode: 1 + the offset of the CONNECT request that created the session (0: unknown);
+    // see proto client_session.request_offset.
+    std::int64_t request_offset = 0;
 };
 
 struct string_hash {

@@ -15,6 +15,11 @@ struct settings {
     // coordinated through it and copies for clients on other nodes are forwarded through it.
     // False: the node is alone (embedded mode) and every client is local.
     bool cluster = false;
+    // Cluster mode with one device inbox shared by every node (Redis): the msg.persisted
+    // consumers append every copy themselves and only signal the owner node through
+    // msg.downlink.persisted.<node>. False (node-local inboxes): they forward the copy there and
+    // the owner appends it.
+    bool shared_inbox = false;
     std::string topic_prefix = "starling";
 
     // Server Receive Maximum (inbound QoS 1/2 in flight) and the outbound window per client.

@@ -64,6 +64,9 @@ void state_follower::apply_session(const std::string& client_id, std::string_vie
         .connected_at_ms = s.connected_at_ms(),
         .disconnected_at_ms = s.disconnected_at_ms(),
         .node_id = s.node_id().empty() ? std::string(origin) : s.node_id(),
+        .session_id = s.session_id(),
+        .type = s.client_type() == "APPLICATION" ? client_type::application : client_type::device,
+        .request_offset = s.request_offset(),
     });
 }
 
