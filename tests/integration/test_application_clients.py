@@ -145,12 +145,16 @@ def test_unacknowledged_messages_keep_their_packet_ids_across_restart(
     while b"m3" not in seen:
         msg = again.expect_publish()
         seen.append(msg.payload)
+        again.ack(msg)
+        if how == "sigkill" and msg.payload == b"m1":
+            # Its acknowledgement and possibly its "sent" record were in the save window lost
+            # with the process: it may come as a new delivery (docs/persistence.md).
+            continue
         assert msg.packet_id == ids[msg.payload], "a resent message changed its packet id"
         assert msg.dup
-        again.ack(msg)
     if how == "sigterm":
         assert seen == [b"m0", b"m2", b"m3"]
     else:
         # After SIGKILL the acknowledgement of m1 may not have reached the store (it is saved
-        # asynchronously, coalesced): m1 may come again, with DUP and its id — at least once.
+        # asynchronously, coalesced): m1 may come again — at least once.
         assert [p for p in seen if p != b"m1"] == [b"m0", b"m2", b"m3"]
