@@ -354,9 +354,10 @@ int compare_results(const std::vector<std::string>& files, std::FILE* out) {
         }
         results[scenario][broker] = std::move(j);
     }
-    // Starling first, Mosquitto second: the ratio column is Starling / Mosquitto.
+    // Starling (embedded) first, Mosquitto second: the ratio column is Starling / Mosquitto;
+    // other kinds (starling-cluster) follow.
     auto rank = [](const std::string& b) {
-        if (b.find("starling") != std::string::npos) {
+        if (b == "starling") {
             return 0;
         }
         if (b.find("mosquitto") != std::string::npos) {
@@ -380,11 +381,11 @@ int compare_results(const std::vector<std::string>& files, std::FILE* out) {
     if (ratio) {
         std::fprintf(out, " %s / %s |", brokers[0].c_str(), brokers[1].c_str());
     }
-    std::fprintf(out, " starling cluster |\n|---|---|");
+    std::fprintf(out, "\n|---|---|");
     for (std::size_t i = 0; i < brokers.size() + (ratio ? 1 : 0); ++i) {
         std::fprintf(out, "---:|");
     }
-    std::fprintf(out, "---|\n");
+    std::fprintf(out, "\n");
     for (const auto& scenario : scenarios) {
         const auto& by_broker = results[scenario];
         const std::string kind = by_broker.begin()->second.value("kind", std::string("throughput"));
@@ -418,20 +419,20 @@ int compare_results(const std::vector<std::string>& files, std::FILE* out) {
                     std::fprintf(out, " - |");
                 }
             }
-            std::fprintf(out, " not yet |\n");
+            std::fprintf(out, "\n");
         }
         if (first_row) {
             std::fprintf(out, "| %s | (no sustained result) |", scenario.c_str());
             for (std::size_t i = 0; i < brokers.size() + (ratio ? 1 : 0); ++i) {
                 std::fprintf(out, " - |");
             }
-            std::fprintf(out, " not yet |\n");
+            std::fprintf(out, "\n");
         }
     }
     std::fprintf(out,
                  "\nRatios are %s / %s: above 1 is better for rates, below 1 is better for "
-                 "latency, CPU and memory. \"starling cluster\" (Kafka + Redis + PostgreSQL) is "
-                 "left for when cluster mode exists.\n",
+                 "latency, CPU and memory. starling-cluster is one node in cluster mode (Kafka, "
+                 "Redis, PostgreSQL).\n",
                  ratio ? brokers[0].c_str() : "-", ratio ? brokers[1].c_str() : "-");
     return 0;
 }
