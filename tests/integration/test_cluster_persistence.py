@@ -225,3 +225,52 @@ def test_redis_restart_mid_stream_loses_nothing(broker_factory, raw_client, uid,
         back.ack(msg)
         received.add(msg.payload.decode())
     assert received == {str(i) for i in range(total)}
+
+
+APP_CREDENTIALS = """\
+    credentials:
+      - name: application
+        type: APPLICATION
+        credentials-type: MQTT_BASIC
+        username: app
+        password: app-pw
+"""
+
+
+@pytest.mark.timeout(180)
+def test_application_backlog_on_kafka_is_delivered_on_another_node(
+    broker_factory, raw_client, uid
+):
+    from starling_it.brokers import REPO_ROOT
+
+    text = (REPO_ROOT / "config" / "starling.yml").read_text()
+    assert "    credentials: []\n" in text
+    config = text.replace("    credentials: []\n", APP_CREDENTIALS)
+    prefix = new_prefix()
+    a, b = (
+        broker_factory(env=cluster_env(prefix, name), config_text=config)
+        for name in ("node-a", "node-b")
+    )
+    app = {"username": "app", "password": "app-pw"}
+    topic = f"pa/{uid}/data"
+    sub = raw_client(a, codec.MQTT5, timeout=30)
+    assert sub.connect(uid, **persistent(codec.MQTT5, expiry=3600), **app).reason_code == 0
+    assert sub.subscribe(topic, 1).reason_codes == [1]
+    pub = raw_client(b, codec.MQTT5, timeout=30)
+    assert pub.connect(f"{uid}-pub").reason_code == 0
+    wait_routed_on_topic(pub, sub, topic)
+    sub.disconnect_and_wait()
+
+    count = 500
+    for i in range(count):
+        assert pub.publish(topic, f"m{i}".encode(), qos=1).reason_code == 0
+
+    back = raw_client(b, codec.MQTT5, timeout=30)
+    ack = back.connect(uid, **persistent(codec.MQTT5, expiry=3600), **app)
+    assert ack.reason_code == 0 and ack.session_present
+    got = []
+    while len(got) < count:
+        msg = back.expect_publish(timeout=30)
+        back.ack(msg)
+        got.append(msg.payload)
+    assert got == [f"m{i}".encode() for i in range(count)], "the backlog in order"
