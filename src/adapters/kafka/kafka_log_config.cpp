@@ -139,7 +139,14 @@ property_list consumer_properties(const kafka_log_config& config, const consumer
     if (!spec.instance_id.empty()) {
         put(p, "group.instance.id", spec.instance_id);
     }
-    put(p, "partition.assignment.strategy", "cooperative-sticky");
+    // Eager, not cooperative-sticky: librdkafka before 2.10 (Debian 12 ships 2.0.2) answers a
+    // commit refused with ILLEGAL_GENERATION during a cooperative rebalance by dropping the
+    // member's assignment (librdkafka issue 4059); the next owner then re-reads everything since
+    // the last good commit, so a node joining mid-stream delivered records twice. With the eager
+    // protocol the revoke comes first and its commits succeed (the handover measured a few ms
+    // on loopback; contract test a_member_joining_and_leaving_mid_stream_reads_no_record_twice).
+    // Static membership still spares a restarting node any rebalance.
+    put(p, "partition.assignment.strategy", "roundrobin");
     put(p, "enable.auto.commit", "false");        // commit() is the only way offsets move
     put(p, "enable.auto.offset.store", "false");  // ...and nothing stores them behind its back
     put(p, "enable.partition.eof", "false");

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -78,19 +79,59 @@ void on_consumer_error(rd_kafka_t* /*rk*/, int err, const char* reason, void* /*
                  reason);
 }
 
-// Set by the rebalance callback (librdkafka's thread or poll()) once the group handed this member
-// its first assignment, possibly empty; read by close().
+// Shared between the consumer and its rebalance callback (served inside poll() and close()).
 struct group_progress {
+    // Set once the group handed this member its first assignment, possibly empty; read by close().
     std::atomic<bool> assigned_once{false};
+
+    std::mutex mutex;
+    // Partitions revoked since poll() last looked: records of theirs that poll() holds but has
+    // not returned yet are dropped, since the next owner reads them from the committed offset
+    // (returning them too would deliver them twice).
+    std::vector<topic_partition> revoked;
+    // Commits the group refused (REBALANCE_IN_PROGRESS while it rebalances), per partition still
+    // owned: made again in the revoke callback, before the next owner reads the group's commit.
+    std::map<topic_partition, std::int64_t> uncommitted;
 };
 
-// Cooperative-sticky hands over partitions incrementally: an assign event adds partitions and a
-// revoke event removes only those named, so the member keeps reading the rest through the
-// rebalance. The eager branch is kept for an operator who overrides the strategy.
+// Commits, before a revoke takes effect, what commit() could not commit for those partitions.
+void commit_before_revoke(rd_kafka_t* rk, group_progress& progress,
+                          const rd_kafka_topic_partition_list_t* partitions) {
+    std::lock_guard lock(progress.mutex);
+    partition_list_ptr pending(rd_kafka_topic_partition_list_new(partitions->cnt));
+    for (int i = 0; i < partitions->cnt; ++i) {
+        topic_partition tp{partitions->elems[i].topic, partitions->elems[i].partition};
+        if (auto it = progress.uncommitted.find(tp); it != progress.uncommitted.end()) {
+            rd_kafka_topic_partition_list_add(pending.get(), tp.topic.c_str(), tp.partition)
+                ->offset = it->second;
+            progress.uncommitted.erase(it);
+        }
+        progress.revoked.push_back(std::move(tp));
+    }
+    if (pending->cnt > 0) {
+        const auto code = rd_kafka_commit(rk, pending.get(), 0 /* synchronous */);
+        if (code != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            spdlog::warn(
+                "kafka consumer: commit before revoke failed ({}): the next owner reads "
+                "some records again",
+                rd_kafka_err2str(code));
+        }
+    }
+}
+
+// The members use the eager protocol (kafka_log_config.cpp says why): a revoke takes every
+// partition at the start of a rebalance, while this member's generation is still valid, so the
+// commits made here succeed and the next owner starts where this one stopped. The cooperative
+// branch serves an operator who overrides the strategy (an assign adds partitions, a revoke
+// removes only those named).
 void on_rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err,
                   rd_kafka_topic_partition_list_t* partitions, void* opaque) {
-    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS && opaque != nullptr) {
-        static_cast<group_progress*>(opaque)->assigned_once.store(true, std::memory_order_release);
+    auto* progress = static_cast<group_progress*>(opaque);
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS && progress != nullptr) {
+        progress->assigned_once.store(true, std::memory_order_release);
+    }
+    if (err != RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS && progress != nullptr) {
+        commit_before_revoke(rk, *progress, partitions);
     }
     const bool cooperative = std::strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
     rd_kafka_error_t* error = nullptr;
@@ -214,6 +255,7 @@ result<std::vector<log_record>> kafka_log_consumer::poll(std::chrono::millisecon
             wait_ms = static_cast<int>(std::clamp<std::int64_t>(left.count(), 0, 1000000));
         }
         rd_kafka_message_t* msg = rd_kafka_consumer_poll(impl_->client.get(), wait_ms);
+        drop_revoked(out);
         if (msg == nullptr) {
             if (!out.empty() || clock_type::now() >= deadline) {
                 break;
@@ -259,11 +301,37 @@ status kafka_log_consumer::commit(
     for (int i = 0; code == RD_KAFKA_RESP_ERR_NO_ERROR && i < list->cnt; ++i) {
         code = list->elems[i].err;
     }
+    {
+        std::lock_guard lock(impl_->progress.mutex);
+        for (const auto& [tp, offset] : next) {
+            if (code == RD_KAFKA_RESP_ERR_NO_ERROR || impl_->manual) {
+                impl_->progress.uncommitted.erase(tp);
+            } else {
+                impl_->progress.uncommitted[tp] = offset;
+            }
+        }
+    }
     if (code != RD_KAFKA_RESP_ERR_NO_ERROR) {
         spdlog::warn("kafka consumer: commit failed: {}", rd_kafka_err2str(code));
         return make_kafka_error(code);
     }
     return {};
+}
+
+void kafka_log_consumer::drop_revoked(std::vector<log_record>& records) {
+    std::vector<topic_partition> revoked;
+    {
+        std::lock_guard lock(impl_->progress.mutex);
+        if (impl_->progress.revoked.empty()) {
+            return;
+        }
+        revoked.swap(impl_->progress.revoked);
+    }
+    std::sort(revoked.begin(), revoked.end());
+    std::erase_if(records, [&](const log_record& r) {
+        return std::binary_search(revoked.begin(), revoked.end(),
+                                  topic_partition{r.topic, r.partition});
+    });
 }
 
 status kafka_log_consumer::seek(const topic_partition& tp, std::int64_t offset) {

@@ -46,6 +46,9 @@ class kafka_log_consumer final : public log_consumer {
     void close() override;
 
   private:
+    // Removes records of partitions the group revoked while poll() was gathering them.
+    void drop_revoked(std::vector<log_record>& records);
+
     std::unique_ptr<impl> impl_;
 };
 
