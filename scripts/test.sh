@@ -22,7 +22,9 @@ results="$root/build/test-results"
 jobs="${STARLING_JOBS:-$(nproc)}"
 failed_steps=()
 
-step() { echo; echo "=== $* ==="; }
+started=$SECONDS
+# Each step's header carries the minutes since the start, so a slow step shows in CI's log.
+step() { echo; echo "=== $* ($(( (SECONDS - started) / 60 )) min $(( (SECONDS - started) % 60 )) s) ==="; }
 
 step "install dependencies"
 bash scripts/install-deps.sh || { echo "dependency installation failed"; exit 1; }
