@@ -147,14 +147,12 @@ def test_takeover_across_nodes(cluster, raw_client, uid):
     assert msg.payload == b"moved"
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="known bug, issue 3 open: right after the nodes start (session-event handler group "
-    "still rebalancing) both simultaneous connections are sometimes closed",
-)
 def test_simultaneous_connects_leave_one_live_session(cluster, raw_client, uid):
     a, b = cluster(2)
-    for round_ in range(5):
+    # Right after start-up, while the session-event handler group may still be settling (the
+    # case that once closed both connections, see src/adapters/kafka/README.md on librdkafka
+    # issue 4059). STARLING_SIMUL_ROUNDS raises the count for a stress run.
+    for round_ in range(int(os.environ.get("STARLING_SIMUL_ROUNDS", "5"))):
         client_id = f"{uid}-{round_}"
         ca, cb = raw_client(a), raw_client(b)
         barrier = threading.Barrier(2)
