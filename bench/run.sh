@@ -29,6 +29,10 @@
 #                           (default 1: the issue's sizes, which fit a 2-core machine)
 #   --duration S            seconds measured per step (default 4; smoke 0.5)
 #   --threads N             load-generator threads (default 1)
+#   --client-type T         device (default) or application: Starling's subscribers log in
+#                           with an APPLICATION credential (a generated config adds it), so
+#                           persistent ones (-- --persistent) queue on their own Kafka topic in
+#                           cluster mode instead of a Redis inbox. Mosquitto ignores the login
 #   --out DIR               where results go (default bench/results/<date>-<mode>; smoke: a
 #                           temporary directory, removed afterwards unless --out is given)
 #   -- ARGS...              passed to every starling-bench invocation
@@ -47,6 +51,7 @@ SCALE=1
 DURATION=""
 THREADS=1
 FIXED_RATE=""
+CLIENT_TYPE=device
 OUT=""
 EXTRA=()
 
@@ -63,6 +68,7 @@ while [[ $# -gt 0 ]]; do
         --duration) DURATION=$2; shift ;;
         --threads) THREADS=$2; shift ;;
         --fixed-rate) FIXED_RATE=$2; shift ;;
+        --client-type) CLIENT_TYPE=$2; shift ;;
         --out) OUT=$2; shift ;;
         -h|--help) usage; exit 0 ;;
         --) shift; EXTRA=("$@"); break ;;
@@ -211,6 +217,28 @@ wait_port() {  # wait until 127.0.0.1:$1 accepts connections (10 s)
     return 1
 }
 
+STARLING_CONFIG=$ROOT/config/starling.yml
+LOGIN=()
+case "$CLIENT_TYPE" in
+    device) ;;
+    application)
+        # The client type comes from the credential, never from CONNECT.
+        STARLING_CONFIG=$WORK/starling-application.yml
+        awk '/^    credentials: \[\]$/ {
+                 print "    credentials:"
+                 print "      - name: bench-application"
+                 print "        type: APPLICATION"
+                 print "        credentials-type: MQTT_BASIC"
+                 print "        username: bench-app"
+                 print "        password: bench-app-pw"
+                 next }
+             { print }' "$ROOT/config/starling.yml" >"$STARLING_CONFIG"
+        grep -q "username: bench-app" "$STARLING_CONFIG" ||
+            { echo "run.sh: config/starling.yml has no 'credentials: []' line to replace" >&2; exit 2; }
+        LOGIN=(--username bench-app --password bench-app-pw) ;;
+    *) echo "run.sh: --client-type is device or application, not $CLIENT_TYPE" >&2; exit 2 ;;
+esac
+
 start_starling() {
     local data=$WORK/starling-data-$1
     rm -rf "$data"
@@ -219,7 +247,7 @@ start_starling() {
         LISTENER_WS_BIND_ADDRESS=127.0.0.1 LISTENER_WS_BIND_PORT=0 \
         HTTP_BIND_ADDRESS=127.0.0.1 HTTP_BIND_PORT=0 STARLING_LOG_LEVEL=warn \
         SECURITY_MQTT_ALLOW_ANONYMOUS=true \
-        "$STARLINGD" --config "$ROOT/config/starling.yml" >"$WORK/starling-$1.log" 2>&1 &
+        "$STARLINGD" --config "$STARLING_CONFIG" >"$WORK/starling-$1.log" 2>&1 &
     BROKER_PID=$!
     for _ in $(seq 1 300); do
         if [[ -s $data/listeners.json ]]; then
@@ -317,7 +345,7 @@ for broker in "${BROKER_LIST[@]}"; do
         "$BENCH" scenario "$scenario" --host 127.0.0.1 --port "$BROKER_PORT" \
             --threads "$THREADS" --label "$broker" --broker-pid "$BROKER_PID" \
             --json "$OUT/$broker-$scenario.json" "${COMMON[@]}" ${ARGS[$scenario]} \
-            "${EXTRA[@]}" 2>&1 | tee "$OUT/$broker-$scenario.txt"
+            "${LOGIN[@]}" "${EXTRA[@]}" 2>&1 | tee "$OUT/$broker-$scenario.txt"
         rc=${PIPESTATUS[0]}
         set -e
         if ! kill -0 "$BROKER_PID" 2>/dev/null; then
