@@ -441,6 +441,12 @@ status kafka_message_log::delete_topic(std::string_view name) {
         }
     }
     rd_kafka_event_destroy(ev);
+    if (code == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
+        // Deleting what is not there is routine (an APPLICATION client's first clean start):
+        // the caller gets the error to decide, the log stays quiet.
+        spdlog::debug("kafka: delete topic {}: it does not exist", topic_name);
+        return make_kafka_error(code);
+    }
     if (code != RD_KAFKA_RESP_ERR_NO_ERROR) {
         spdlog::error("kafka: delete topic {}: {}", topic_name, rd_kafka_err2str(code));
         return make_kafka_error(code);
