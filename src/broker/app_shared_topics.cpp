@@ -15,13 +15,13 @@ constexpr std::chrono::seconds metadata_timeout{10};
 }  // namespace
 
 result<std::string> app_shared_topics::ensure(std::string_view filter) {
-    std::string topic = topics_.msg_app_shared(filter);
     {
         std::lock_guard lock(mutex_);
-        if (ready_.contains(topic)) {
-            return topic;
+        if (auto it = ready_.find(filter); it != ready_.end()) {
+            return it->second;
         }
     }
+    std::string topic = topics_.msg_app_shared(filter);
     using lookup = result<std::optional<application_shared_subscription>>;
     auto promise = std::make_shared<std::promise<lookup>>();
     auto future = promise->get_future();
@@ -48,7 +48,7 @@ result<std::string> app_shared_topics::ensure(std::string_view filter) {
     spdlog::info("APPLICATION shared topic {} ready for filter '{}' ({} partitions{})", topic,
                  filter, partitions, entity.value() ? ", from its entity" : ", default");
     std::lock_guard lock(mutex_);
-    ready_.insert(topic);
+    ready_.emplace(std::string(filter), topic);
     return topic;
 }
 

@@ -6,8 +6,9 @@
 // Partitions come from the operator's application_shared_subscription entity for the filter
 // (metadata store) when there is one, else from
 // queue.kafka.application-persisted-msg.shared-topic.partitions. A topic that exists keeps its
-// real partition count (create_topic is idempotent). A filter made ready once is remembered, so
-// the router pays the metadata lookup and the admin call once per filter and process.
+// real partition count (create_topic is idempotent). A filter made ready once is remembered with
+// its topic name, so the router pays the name mapping (a SHA-256 for hashed names), the metadata
+// lookup and the admin call once per filter and process.
 //
 // Lifecycle: owned by broker_core. Concurrency: ensure() is called from the msg.all consumer
 // threads and the APPLICATION consumer threads; it blocks (metadata lookup, topic admin), so it
@@ -21,10 +22,11 @@
 #include "starling/metadata_store.h"
 
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <unordered_set>
+#include <unordered_map>
 
 namespace starling::broker {
 
@@ -47,8 +49,15 @@ class app_shared_topics {
     metadata_store& metadata_;
     const topic_names& topics_;
     const settings& cfg_;
+    // Transparent hashing: the router looks a filter up by string_view without allocating.
+    struct filter_hash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view s) const {
+            return std::hash<std::string_view>{}(s);
+        }
+    };
     std::mutex mutex_;
-    std::unordered_set<std::string> ready_;
+    std::unordered_map<std::string, std::string, filter_hash, std::equal_to<>> ready_;  // → topic
 };
 
 }  // namespace starling::broker
