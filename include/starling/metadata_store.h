@@ -48,6 +48,17 @@ struct application_session_context {
     std::vector<std::pair<std::uint16_t, std::int64_t>> pubrel_offsets;
 };
 
+// application_shared_subscription: an operator's definition of an APPLICATION shared
+// subscription's topic (msg.app.shared.<filter>): how many partitions it gets when Starling
+// creates it, so several members of a share can split the stream.
+struct application_shared_subscription {
+    std::string id;
+    std::int64_t created_time_ms = 0;
+    std::string topic_filter;  // column `topic`, unique
+    std::int32_t partitions = 1;
+    std::string name;
+};
+
 struct unauthorized_client {
     std::string client_id;
     std::string ip_address;
@@ -85,6 +96,13 @@ class metadata_store {
     virtual void load_application_context(
         std::string client_id, callback<std::optional<application_session_context>> done) = 0;
     virtual void delete_application_context(std::string client_id, done_callback done) = 0;
+
+    // APPLICATION shared-subscription entities, by topic filter (an existing filter is updated).
+    virtual void save_application_shared_subscription(application_shared_subscription entity,
+                                                      done_callback done) = 0;
+    virtual void find_application_shared_subscription(
+        std::string topic_filter,
+        callback<std::optional<application_shared_subscription>> done) = 0;
 
     // Failed authentications (kept for operators; expired by TTL).
     virtual void record_unauthorized(unauthorized_client entry, done_callback done) = 0;

@@ -69,6 +69,9 @@ broker::settings broker_settings(const config::broker_config& c) {
     s.msg_all_retention_ms = c.queue.kafka.msg_all.retention.count();
     s.app_msg_retention_ms = c.queue.kafka.application_persisted_msg.retention.count();
     s.app_msg_retention_bytes = c.queue.kafka.application_persisted_msg.retention_bytes;
+    s.app_shared_partitions = c.queue.kafka.application_persisted_msg.shared_topic_partitions;
+    s.app_shared_retention_ms =
+        c.queue.kafka.application_persisted_msg.shared_topic_retention.count();
     s.msg_all_consumers = static_cast<std::int32_t>(c.queue.msg_all.consumers_count);
     s.poll_interval = c.queue.msg_all.poll_interval;
     s.downlink_partitions = static_cast<std::int32_t>(c.queue.kafka.downlink.partitions);

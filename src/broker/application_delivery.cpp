@@ -7,6 +7,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <iterator>
+#include <limits>
 
 namespace starling::broker {
 
@@ -60,18 +62,43 @@ std::vector<log_record> app_consumer::take(std::size_t max) {
     return out;
 }
 
-void app_consumer::set_commit(std::int64_t next_offset) {
-    commit_target_.store(next_offset, std::memory_order_release);
+void app_consumer::set_commit(std::int32_t partition, std::int64_t next_offset) {
+    std::lock_guard lock(commit_mutex_);
+    commit_targets_[partition] = next_offset;
+}
+
+bool app_consumer::owns(std::int32_t partition) const {
+    if (!opts_.group_managed) {
+        return true;
+    }
+    std::lock_guard lock(mutex_);
+    return std::binary_search(owned_.begin(), owned_.end(), partition);
+}
+
+std::size_t app_consumer::owned_count() const {
+    if (!opts_.group_managed) {
+        return 1;
+    }
+    std::lock_guard lock(mutex_);
+    return owned_.size();
 }
 
 bool app_consumer::setup() {
-    if (auto st = log_.create_topic(opts_.spec); !st) {
-        spdlog::warn("APPLICATION topic {} not created: {}", opts_.topic, st.error().message());
+    const status prepared = opts_.prepare ? opts_.prepare() : log_.create_topic(opts_.spec);
+    if (!prepared) {
+        spdlog::warn("APPLICATION topic {} not created: {}", opts_.topic,
+                     prepared.error().message());
         return false;
     }
     consumer_spec spec;
     spec.group_id = opts_.group;
-    spec.assignment = {topic_partition{opts_.topic, 0}};
+    if (opts_.group_managed) {
+        // No instance id: a static member that closes keeps its partitions until the session
+        // times out, and a leaving member's partitions must move to the others at once.
+        spec.topics = {opts_.topic};
+    } else {
+        spec.assignment = {topic_partition{opts_.topic, 0}};
+    }
     spec.reset = offset_reset::earliest;
     spec.max_poll_records =
         std::max<std::size_t>(1, std::min<std::size_t>(500, opts_.buffer_limit));
@@ -86,8 +113,69 @@ bool app_consumer::setup() {
     return true;
 }
 
+std::vector<topic_partition> app_consumer::partitions() const {
+    if (opts_.group_managed) {
+        return consumer_->assignment();
+    }
+    return {topic_partition{opts_.topic, 0}};
+}
+
+void app_consumer::apply_commit() {
+    std::map<std::int32_t, std::int64_t> targets;
+    {
+        std::lock_guard lock(commit_mutex_);
+        targets = commit_targets_;
+    }
+    const auto owned = partitions();
+    std::vector<std::pair<topic_partition, std::int64_t>> commits;
+    for (const auto& [partition, target] : targets) {
+        auto done = committed_.find(partition);
+        if (target < 0 || (done != committed_.end() && done->second == target)) {
+            continue;
+        }
+        const topic_partition tp{opts_.topic, partition};
+        // A partition the group gave away is committed by its new owner only: a late commit
+        // from here could move its position past what the new owner has not delivered yet.
+        if (std::find(owned.begin(), owned.end(), tp) == owned.end()) {
+            continue;
+        }
+        commits.emplace_back(tp, target);
+    }
+    if (commits.empty()) {
+        return;
+    }
+    if (auto st = consumer_->commit(commits); st) {
+        for (const auto& [tp, target] : commits) {
+            committed_[tp.partition] = target;
+        }
+    } else {
+        spdlog::warn("APPLICATION consumer of {}: commit failed: {}", opts_.topic,
+                     st.error().message());
+    }
+}
+
+void app_consumer::refresh_ownership() {
+    if (!opts_.group_managed) {
+        return;
+    }
+    std::vector<std::int32_t> now;
+    for (const auto& tp : consumer_->assignment()) {
+        now.push_back(tp.partition);
+    }
+    std::sort(now.begin(), now.end());
+    std::lock_guard lock(mutex_);
+    if (now == owned_) {
+        return;
+    }
+    // Buffered records of a partition that moved are delivered by its new owner (from the
+    // group's committed offset); sending them here too would duplicate them.
+    std::erase_if(buffer_, [&](const log_record& r) {
+        return !std::binary_search(now.begin(), now.end(), r.partition);
+    });
+    owned_ = std::move(now);
+}
+
 void app_consumer::run() {
-    const topic_partition tp{opts_.topic, 0};
     while (running_.load(std::memory_order_acquire) && !setup()) {
         // The log refused an admin call (unreachable, stopping): retry until stopped.
         std::this_thread::sleep_for(opts_.poll_interval);
@@ -95,30 +183,24 @@ void app_consumer::run() {
     if (!consumer_) {
         return;
     }
-    auto apply_commit = [&] {
-        const std::int64_t target = commit_target_.load(std::memory_order_acquire);
-        if (target >= 0 && target != committed_) {
-            if (auto st = consumer_->commit({{tp, target}}); st) {
-                committed_ = target;
-            } else {
-                spdlog::warn("APPLICATION consumer of {}: commit failed: {}", opts_.topic,
-                             st.error().message());
-            }
-        }
-    };
     while (running_.load(std::memory_order_acquire)) {
         apply_commit();
         {
             std::lock_guard lock(mutex_);
+            const auto tps = partitions();
             if (!paused_ && buffer_.size() >= opts_.buffer_limit) {
-                consumer_->pause({tp});
+                consumer_->pause(tps);
                 paused_ = true;
             } else if (paused_ && buffer_.size() <= opts_.buffer_limit / 2) {
-                consumer_->resume({tp});
+                consumer_->resume(tps);
                 paused_ = false;
+            } else if (paused_ && opts_.group_managed) {
+                consumer_->pause(tps);  // partitions assigned since the pause start unpaused
             }
         }
         auto polled = consumer_->poll(opts_.poll_interval);
+        // Rebalances happen inside poll(): what it returned belongs to the assignment now.
+        refresh_ownership();
         if (!polled) {
             spdlog::warn("APPLICATION consumer of {}: poll failed: {}", opts_.topic,
                          polled.error().message());
@@ -155,15 +237,21 @@ application_session::~application_session() {
     if (consumer_) {
         consumer_->stop();
     }
+    for (auto& [id, src] : shared_) {
+        if (src.consumer) {
+            src.consumer->stop();
+        }
+    }
 }
 
 void application_session::connect(bool resumed, std::function<void(std::function<void()>)> post,
                                   std::function<void()> wake) {
-    if (consumer_) {
+    if (consumer_ || connected_) {
         disconnect();  // a takeover: the previous connection did not end through disconnect()
     }
     ++generation_;
     active_ = true;
+    connected_ = true;
     post_ = std::move(post);
     wake_ = std::move(wake);
     if (!resumed) {
@@ -186,7 +274,7 @@ void application_session::connect(bool resumed, std::function<void(std::function
         return;
     }
     if (loaded_) {
-        for (const auto& [offset, id] : pubrel_) {
+        for (const auto& [pos, id] : pubrel_) {
             pubrels_to_send_.push_back(id);
         }
         start_consumer();
@@ -212,13 +300,13 @@ void application_session::connect(bool resumed, std::function<void(std::function
                                  r.error().message());
                 } else if (r.value()) {
                     for (const auto& [id, offset] : r.value()->publish_offsets) {
-                        resend_[offset] = id;
-                        by_id_[id] = offset;
+                        resend_[own(offset)] = id;
+                        by_id_[id] = own(offset);
                         resend_until_ = std::max(resend_until_, offset + 1);
                     }
                     for (const auto& [id, offset] : r.value()->pubrel_offsets) {
-                        pubrel_[offset] = id;
-                        by_id_[id] = offset;
+                        pubrel_[own(offset)] = id;
+                        by_id_[id] = own(offset);
                         pubrels_to_send_.push_back(id);
                         resend_until_ = std::max(resend_until_, offset + 1);
                     }
@@ -249,11 +337,87 @@ void application_session::start_consumer() {
     consumer_->start();
 }
 
+void application_session::start_shared(std::uint32_t source, shared_source& src) {
+    const auto& cfg = core_.cfg();
+    app_consumer::options opts;
+    opts.topic = core_.topics().msg_app_shared(src.spec.filter);
+    opts.group = core_.topics().app_shared_group(src.spec.share, src.spec.filter);
+    opts.group_managed = true;
+    // On the consumer's thread: the lookup of the filter's entity and the admin call block.
+    opts.prepare = [&core = core_, filter = src.spec.filter]() -> status {
+        auto topic = core.app_shared().ensure(filter);
+        if (!topic) {
+            return topic.error();
+        }
+        return {};
+    };
+    opts.buffer_limit = std::max<std::size_t>(1, cfg.app_msg_buffer_records);
+    opts.poll_interval = cfg.poll_interval;
+    spdlog::info("client {}: reading {} as a member of {}", client_id_, opts.topic, opts.group);
+    src.consumer = std::make_unique<app_consumer>(core_.log(), std::move(opts), wake_);
+    update_shared_commit(source);
+    src.consumer->start();
+}
+
+void application_session::stop_shared(std::uint32_t source) {
+    auto it = shared_.find(source);
+    if (it == shared_.end()) {
+        return;
+    }
+    if (it->second.consumer) {
+        update_shared_commit(source);
+        it->second.consumer->stop();  // commits, then leaves the group
+        it->second.consumer.reset();
+    }
+    const position from{source, std::numeric_limits<std::int32_t>::min(),
+                        std::numeric_limits<std::int64_t>::min()};
+    for (auto* m : {&publish_, &pubrel_}) {
+        for (auto e = m->lower_bound(from); e != m->end() && e->first.source == source;) {
+            by_id_.erase(e->second);
+            e = m->erase(e);
+        }
+    }
+    shared_.erase(it);
+}
+
+void application_session::set_shared(std::vector<app_shared_spec> specs) {
+    if (!connected_) {
+        return;
+    }
+    auto same = [](const app_shared_spec& a, const app_shared_spec& b) {
+        return a.share == b.share && a.filter == b.filter;
+    };
+    std::vector<std::uint32_t> gone;
+    for (auto& [id, src] : shared_) {
+        auto spec = std::find_if(specs.begin(), specs.end(),
+                                 [&](const app_shared_spec& s) { return same(s, src.spec); });
+        if (spec == specs.end()) {
+            gone.push_back(id);
+        } else {
+            src.spec = std::move(*spec);  // a SUBSCRIBE again may change QoS and options
+            specs.erase(spec);
+        }
+    }
+    for (auto id : gone) {
+        stop_shared(id);
+    }
+    for (auto& spec : specs) {
+        const std::uint32_t id = next_source_id_++;
+        auto& src = shared_[id];
+        src.spec = std::move(spec);
+        start_shared(id, src);
+    }
+}
+
 void application_session::disconnect() {
     ++generation_;
     loading_ = false;
-    for (const auto& [offset, id] : publish_) {
-        resend_[offset] = id;
+    connected_ = false;
+    while (!shared_.empty()) {
+        stop_shared(shared_.begin()->first);
+    }
+    for (const auto& [pos, id] : publish_) {
+        resend_[pos] = id;
     }
     publish_.clear();
     if (next_offset_ >= 0) {
@@ -269,9 +433,37 @@ void application_session::disconnect() {
     save();
 }
 
+void application_session::drop() {
+    ++generation_;
+    loading_ = false;
+    connected_ = false;
+    active_ = false;
+    while (!shared_.empty()) {
+        stop_shared(shared_.begin()->first);
+    }
+    if (consumer_) {
+        update_commit();
+        consumer_->stop();
+        consumer_.reset();
+    }
+    publish_.clear();
+    pubrel_.clear();
+    resend_.clear();
+    by_id_.clear();
+    pending_.clear();
+    pubrels_to_send_.clear();
+    resend_until_ = 0;
+    next_offset_ = -1;
+    loaded_ = false;  // the next connection here loads what the other node left
+}
+
 void application_session::remove(bool type_changed) {
     ++generation_;
     active_ = false;
+    connected_ = false;
+    while (!shared_.empty()) {
+        stop_shared(shared_.begin()->first);
+    }
     if (consumer_) {
         consumer_->stop();
         consumer_.reset();
@@ -312,11 +504,41 @@ std::optional<app_outbound> application_session::next(
         pubrels_to_send_.pop_front();
         return out;
     }
+    if (!loaded_) {
+        // The saved packet ids are not known yet: an id handed out now could be one of them.
+        return std::nullopt;
+    }
+    // Sources in turns (own topic = slot 0, then the shared ones in id order), starting one
+    // further each call, so a deep backlog in one does not starve the others.
+    const std::size_t slots = 1 + shared_.size();
+    const std::size_t first = turn_++ % slots;
+    for (std::size_t k = 0; k < slots; ++k) {
+        const std::size_t slot = (first + k) % slots;
+        std::optional<app_outbound> out;
+        if (slot == 0) {
+            bool changed = false;
+            out = next_own(new_id, changed);
+            if (changed) {
+                update_commit();
+                save();
+            }
+        } else {
+            auto it = std::next(shared_.begin(), static_cast<std::ptrdiff_t>(slot - 1));
+            out = next_shared(it->first, it->second, new_id);
+        }
+        if (out) {
+            return out;
+        }
+    }
+    return std::nullopt;
+}
+
+std::optional<app_outbound> application_session::next_own(
+    const std::function<std::uint16_t()>& new_id, bool& changed) {
     if (!consumer_) {
         return std::nullopt;
     }
     const std::int64_t now = core_.now_ms();
-    bool changed = false;
     std::optional<app_outbound> result;
     while (!result) {
         if (pending_.empty()) {
@@ -330,13 +552,14 @@ std::optional<app_outbound> application_session::next(
         }
         log_record& rec = pending_.front();
         const std::int64_t offset = rec.offset;
-        if (next_offset_ >= 0 && offset < next_offset_ && !resend_.contains(offset)) {
+        const position pos = own(offset);
+        if (next_offset_ >= 0 && offset < next_offset_ && !resend_.contains(pos)) {
             pending_.pop_front();  // read again after a reconnect, already handled
             continue;
         }
-        auto resend = resend_.find(offset);
+        auto resend = resend_.find(pos);
         const bool is_resend = resend != resend_.end();
-        if (!is_resend && (pubrel_.contains(offset) || offset < resend_until_)) {
+        if (!is_resend && (pubrel_.contains(pos) || offset < resend_until_)) {
             // Awaiting PUBCOMP (the PUBREL goes on its own) or acknowledged on an earlier
             // connection.
             pending_.pop_front();
@@ -375,9 +598,9 @@ std::optional<app_outbound> application_session::next(
             if (id == 0) {
                 break;  // every id in use: wait for acknowledgements
             }
-            by_id_[id] = offset;
+            by_id_[id] = pos;
         }
-        publish_[offset] = id;
+        publish_[pos] = id;
         app_outbound out;
         out.packet_id = id;
         out.dup = is_resend;
@@ -390,11 +613,95 @@ std::optional<app_outbound> application_session::next(
         next_offset_ = std::max(next_offset_, offset + 1);
         changed = true;
     }
+    return result;
+}
+
+std::optional<app_outbound> application_session::next_shared(
+    std::uint32_t source, shared_source& src, const std::function<std::uint16_t()>& new_id) {
+    if (!src.consumer) {
+        return std::nullopt;
+    }
+    const std::int64_t now = core_.now_ms();
+    bool changed = false;
+    std::optional<app_outbound> result;
+    while (!result) {
+        if (src.pending.empty()) {
+            auto taken = src.consumer->take(256);
+            if (taken.empty()) {
+                break;
+            }
+            for (auto& r : taken) {
+                src.pending.push_back(std::move(r));
+            }
+        }
+        log_record& rec = src.pending.front();
+        if (!src.consumer->owns(rec.partition)) {
+            src.pending.pop_front();  // the group moved the partition: its new owner sends it
+            continue;
+        }
+        auto next = src.next_offset.find(rec.partition);
+        if (next != src.next_offset.end() && rec.offset < next->second) {
+            // Read again after the partition came back: in flight here or acknowledged.
+            src.pending.pop_front();
+            continue;
+        }
+        const position pos{source, rec.partition, rec.offset};
+        auto advance = [&] {
+            src.next_offset[rec.partition] = rec.offset + 1;
+            src.pending.pop_front();
+            changed = true;
+        };
+        proto::persisted_msg pm;
+        const bool readable = pm.ParseFromString(rec.value);
+        std::optional<app_message> msg;
+        if (readable) {
+            msg = from_proto(pm.msg());
+        } else {
+            spdlog::error("client {}: unreadable record {}/{}@{}", client_id_, rec.topic,
+                          rec.partition, rec.offset);
+        }
+        if (!readable || msg->expired(now)) {
+            if (readable) {
+                core_.probe().message_dropped(metrics::drop_reason::expired);
+            }
+            advance();
+            continue;
+        }
+        // The copy carries the message's QoS; the member's subscription caps it (MQTT 5
+        // §3.8.4: min of the two), and its own options decide retain and identifiers.
+        const auto qos = static_cast<mqtt::qos>(std::min<std::uint32_t>(
+            std::min<std::uint32_t>(pm.qos(), 2), static_cast<std::uint32_t>(src.spec.qos)));
+        app_outbound out;
+        out.d.qos = qos;
+        out.d.retain = src.spec.retain_as_published && pm.retain();
+        if (src.spec.subscription_id) {
+            out.d.subscription_ids.push_back(*src.spec.subscription_id);
+        }
+        if (qos != mqtt::qos::at_most_once) {
+            const std::uint16_t id = new_id();
+            if (id == 0) {
+                break;  // every id in use: wait for acknowledgements
+            }
+            by_id_[id] = pos;
+            publish_[pos] = id;
+            out.packet_id = id;
+        }
+        out.d.msg = std::make_shared<const app_message>(std::move(*msg));
+        result = std::move(out);
+        advance();
+    }
     if (changed) {
-        update_commit();
-        save();
+        update_shared_commit(source);
     }
     return result;
+}
+
+std::size_t application_session::shared_partitions_for_test() const {
+    std::size_t n = 0;
+    for (const auto& [id, src] : shared_) {
+        n += src.consumer ? src.consumer->owned_count() : 0;
+    }
+    return n;
 }
 
 bool application_session::reserves(std::uint16_t packet_id) const {
@@ -410,7 +717,9 @@ void application_session::on_pubrec(std::uint16_t packet_id) {
     }
     publish_.erase(it->second);
     pubrel_[it->second] = packet_id;
-    save();
+    if (it->second.source == own_source) {
+        save();
+    }
 }
 
 void application_session::on_acknowledged(std::uint16_t packet_id) {
@@ -418,9 +727,14 @@ void application_session::on_acknowledged(std::uint16_t packet_id) {
     if (it == by_id_.end()) {
         return;
     }
-    publish_.erase(it->second);
-    pubrel_.erase(it->second);
+    const position pos = it->second;
+    publish_.erase(pos);
+    pubrel_.erase(pos);
     by_id_.erase(it);
+    if (pos.source != own_source) {
+        update_shared_commit(pos.source);
+        return;
+    }
     update_commit();
     save();
 }
@@ -428,14 +742,11 @@ void application_session::on_acknowledged(std::uint16_t packet_id) {
 std::optional<std::int64_t> application_session::lowest_unacknowledged() const {
     std::optional<std::int64_t> low;
     auto consider = [&](std::int64_t o) { low = low ? std::min(*low, o) : o; };
-    if (!publish_.empty()) {
-        consider(publish_.begin()->first);
-    }
-    if (!pubrel_.empty()) {
-        consider(pubrel_.begin()->first);
-    }
-    if (!resend_.empty()) {
-        consider(resend_.begin()->first);
+    // Own-source entries sort first (source 0), so the first entry of a map is the lowest one.
+    for (const auto* m : {&publish_, &pubrel_, &resend_}) {
+        if (!m->empty() && m->begin()->first.source == own_source) {
+            consider(m->begin()->first.offset);
+        }
     }
     if (next_offset_ >= 0) {
         consider(next_offset_);
@@ -448,7 +759,30 @@ void application_session::update_commit() {
         return;
     }
     if (auto low = lowest_unacknowledged()) {
-        consumer_->set_commit(*low);
+        consumer_->set_commit(0, *low);
+    }
+}
+
+void application_session::update_shared_commit(std::uint32_t source) {
+    auto it = shared_.find(source);
+    if (it == shared_.end() || !it->second.consumer) {
+        return;
+    }
+    // Per partition: the lowest offset still awaiting its acknowledgement, else the one after
+    // the last taken.
+    std::map<std::int32_t, std::int64_t> low = it->second.next_offset;
+    const position from{source, std::numeric_limits<std::int32_t>::min(),
+                        std::numeric_limits<std::int64_t>::min()};
+    for (const auto* m : {&publish_, &pubrel_}) {
+        for (auto e = m->lower_bound(from); e != m->end() && e->first.source == source; ++e) {
+            auto [slot, inserted] = low.emplace(e->first.partition, e->first.offset);
+            if (!inserted) {
+                slot->second = std::min(slot->second, e->first.offset);
+            }
+        }
+    }
+    for (const auto& [partition, offset] : low) {
+        it->second.consumer->set_commit(partition, offset);
     }
 }
 
@@ -465,13 +799,19 @@ void application_session::save() {
     application_session_context ctx;
     ctx.client_id = client_id_;
     ctx.last_updated_ms = core_.now_ms();
+    // Only the own topic's entries: a shared source's in-flight messages go back to the group
+    // when the connection ends.
     for (const auto* m : {&publish_, &resend_}) {
-        for (const auto& [offset, id] : *m) {
-            ctx.publish_offsets.emplace_back(id, offset);
+        for (const auto& [pos, id] : *m) {
+            if (pos.source == own_source) {
+                ctx.publish_offsets.emplace_back(id, pos.offset);
+            }
         }
     }
-    for (const auto& [offset, id] : pubrel_) {
-        ctx.pubrel_offsets.emplace_back(id, offset);
+    for (const auto& [pos, id] : pubrel_) {
+        if (pos.source == own_source) {
+            ctx.pubrel_offsets.emplace_back(id, pos.offset);
+        }
     }
     auto post_fn = post_;
     core_.metadata().save_application_context(std::move(ctx), [this, post_fn](status st) {
@@ -509,6 +849,7 @@ void client_actor::app_on_connect(bool session_present) {
             }
         };
         app_->connect(session_present, std::move(post_fn), std::move(wake));
+        app_sync_shared();
         return;
     }
     if (was_app) {
@@ -534,6 +875,28 @@ void client_actor::app_on_session_end() {
     app_->remove(false);
 }
 
+std::size_t client_actor::app_shared_partitions_for_test() const {
+    return app_ ? app_->shared_partitions_for_test() : 0;
+}
+
+void client_actor::app_sync_shared() {
+    if (!app_ || !app_->active() || !persistent_ || type_ != client_type::application) {
+        return;
+    }
+    std::vector<app_shared_spec> specs;
+    for (const auto& [key, sub] : subscriptions_) {
+        if (sub.share_group.empty()) {
+            continue;
+        }
+        specs.push_back(app_shared_spec{.share = sub.share_group,
+                                        .filter = sub.filter,
+                                        .qos = sub.options.qos,
+                                        .retain_as_published = sub.options.retain_as_published,
+                                        .subscription_id = sub.subscription_id});
+    }
+    app_->set_shared(std::move(specs));
+}
+
 void client_actor::pump_app() {
     if (!app_ || !delivering()) {
         return;
@@ -542,6 +905,10 @@ void client_actor::pump_app() {
         auto out = app_->next([this] { return next_packet_id(); });
         if (!out) {
             return;
+        }
+        if (!out->pubrel && out->d.qos == mqtt::qos::at_most_once) {
+            send_publish(out->d, 0, false);  // a shared subscription granted QoS 0
+            continue;
         }
         auto& entry = inflight_[out->packet_id];
         entry.from_app = true;

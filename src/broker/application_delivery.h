@@ -9,11 +9,23 @@
 // the client's in-flight window. The client's PUBACK / PUBCOMP advance the committed offset to
 // the lowest offset still unacknowledged (acks may complete out of order within the window).
 //
+// Shared APPLICATION subscriptions ($share/<share>/<filter> held by persistent APPLICATION
+// sessions) read msg.app.shared.<filter> instead: the router writes one copy per message there
+// (publish_router.h), and every connected member runs a consumer in the group
+// <prefix>.app-shared-<share>-<filter>, so the log splits the topic's partitions among the
+// members. Such a source is one more input of the same application_session (a "shared source"):
+// same window, packet ids, acknowledgements and commits, per partition. Its in-flight state is not
+// saved: when the member disconnects, its consumer commits the lowest unacknowledged offset of each
+// partition and leaves the group, and whoever owns the partition next delivers the rest again
+// (at least once, MQTT 5 §4.8.2 allows it).
+//
 // Two classes:
 //
-// app_consumer — one consumer thread per connected APPLICATION client. It makes sure the topic
-//   exists (idempotent), reads partition 0 with manual
-//   assignment under the group <prefix>.app.<clientId>, and keeps at most `buffer_limit`
+// app_consumer — one consumer thread per source of a connected APPLICATION client. It makes sure
+//   the topic exists (idempotent), reads partition 0 of msg.app.<clientId> with manual
+//   assignment under the group <prefix>.app.<clientId> (or, for a shared source, subscribes to
+//   msg.app.shared.<filter> in the share's group and drops buffered records of partitions the
+//   group took away), and keeps at most `buffer_limit`
 //   records in a buffer the actor drains. A full buffer pauses the partition, so a full
 //   in-flight window or a non-writable channel (the actor stops draining) stops the reading;
 //   draining below half resumes it. Commits are applied on this thread (a consumer is used by
@@ -36,6 +48,7 @@
 
 #include "base/result.h"
 #include "broker/client_actor.h"
+#include "mqtt/qos.h"
 #include "starling/message_log.h"
 #include "starling/metadata_store.h"
 
@@ -63,6 +76,12 @@ class app_consumer {
         std::string topic;
         std::string group;
         topic_spec spec;
+        // Shared source: subscribe with group management (the members split the partitions);
+        // otherwise read partition 0 by manual assignment.
+        bool group_managed = false;
+        // Makes the topic exist before the consumer is created (retried until it succeeds);
+        // empty: create_topic(spec).
+        std::function<status()> prepare;
         std::size_t buffer_limit = 1000;
         std::chrono::milliseconds poll_interval{100};
     };
@@ -77,12 +96,21 @@ class app_consumer {
 
     // Moves out up to `max` buffered records, oldest first.
     std::vector<log_record> take(std::size_t max);
-    // The next offset the group should resume from; committed by the consumer thread.
-    void set_commit(std::int64_t next_offset);
+    // The next offset the group should resume from in `partition`; committed by the consumer
+    // thread (only while it owns the partition).
+    void set_commit(std::int32_t partition, std::int64_t next_offset);
+    // False once the group gave `partition` to another member: its records are the new owner's.
+    // Always true for manual assignment.
+    bool owns(std::int32_t partition) const;
+    // Partitions the group gives this member now (group-managed; 1 for manual assignment).
+    std::size_t owned_count() const;
 
   private:
     void run();
     bool setup();
+    void apply_commit();
+    void refresh_ownership();
+    std::vector<topic_partition> partitions() const;
 
     message_log& log_;
     options opts_;
@@ -90,15 +118,28 @@ class app_consumer {
     std::unique_ptr<log_consumer> consumer_;
     std::thread thread_;
     std::atomic<bool> running_{false};
-    std::atomic<std::int64_t> commit_target_{-1};
-    std::int64_t committed_ = -1;  // consumer thread only
 
-    std::mutex mutex_;
+    std::mutex commit_mutex_;
+    std::map<std::int32_t, std::int64_t> commit_targets_;  // guarded by commit_mutex_
+    std::map<std::int32_t, std::int64_t> committed_;       // consumer thread only
+
+    mutable std::mutex mutex_;
     std::deque<log_record> buffer_;
+    std::vector<std::int32_t> owned_;  // sorted; group-managed only
     bool paused_ = false;
 };
 
-// One record ready for the client, or a PUBREL to resend (then `d` is empty).
+// A shared subscription of the session, as the actor holds it.
+struct app_shared_spec {
+    std::string share;
+    std::string filter;
+    mqtt::qos qos = mqtt::qos::at_least_once;  // granted: deliveries are min(message, this)
+    bool retain_as_published = false;
+    std::optional<std::uint32_t> subscription_id;
+};
+
+// One record ready for the client, or a PUBREL to resend (then `d` is empty). A QoS 0 delivery
+// (a shared subscription granted QoS 0) has packet id 0 and needs no acknowledgement.
 struct app_outbound {
     delivery d;
     std::uint16_t packet_id = 0;
@@ -124,6 +165,13 @@ class application_session {
     // longer an APPLICATION (`type_changed`: a record on sys.app.removed tells the cluster):
     // the topic, its backlog and the context are deleted.
     void remove(bool type_changed);
+    // The session moved to another node (takeover): stop every consumer, forget the state, and
+    // write nothing — the new owner carries on from the store and the committed offsets.
+    void drop();
+    // The session's shared subscriptions now: a consumer starts for each new one and stops for
+    // each one gone. Only while connected; connect() does not start them (the actor calls this
+    // right after).
+    void set_shared(std::vector<app_shared_spec> specs);
 
     // The next thing to send, if any is ready.
     // `new_id` allocates a packet id the actor does not use.
@@ -139,12 +187,41 @@ class application_session {
 
     // Packets in flight or awaiting PUBCOMP (for tests and the README's claims).
     std::size_t in_flight_for_test() const { return publish_.size() + pubrel_.size(); }
+    std::size_t shared_sources_for_test() const { return shared_.size(); }
+    std::size_t shared_partitions_for_test() const;
 
   private:
+    // Where a record came from: source 0 is msg.app.<clientId> (partition 0), others are shared
+    // sources. Ordered by source, partition, offset, so one source's entries are contiguous.
+    struct position {
+        std::uint32_t source = 0;
+        std::int32_t partition = 0;
+        std::int64_t offset = 0;
+        auto operator<=>(const position&) const = default;
+    };
+    static constexpr std::uint32_t own_source = 0;
+    static position own(std::int64_t offset) { return position{own_source, 0, offset}; }
+
+    struct shared_source {
+        app_shared_spec spec;
+        std::unique_ptr<app_consumer> consumer;
+        std::map<std::int32_t, std::int64_t> next_offset;  // per partition: after the last taken
+        std::deque<log_record> pending;
+    };
+
     void start_consumer();
     void update_commit();
+    void update_shared_commit(std::uint32_t source);
     void save();
     std::optional<std::int64_t> lowest_unacknowledged() const;
+    std::optional<app_outbound> next_own(const std::function<std::uint16_t()>& new_id,
+                                         bool& changed);
+    std::optional<app_outbound> next_shared(std::uint32_t source, shared_source& src,
+                                            const std::function<std::uint16_t()>& new_id);
+    void start_shared(std::uint32_t source, shared_source& src);
+    // Stops the consumer (after committing the lowest unacknowledged offsets) and forgets the
+    // source's in-flight entries: the next owner of each partition delivers them again.
+    void stop_shared(std::uint32_t source);
 
     broker_core& core_;
     const std::string client_id_;
@@ -156,13 +233,15 @@ class application_session {
     bool loaded_ = false;  // state known (loaded from the store or built here)
     bool loading_ = false;
 
-    // Offsets sent on this connection, awaiting PUBACK (QoS 1) or PUBREC (QoS 2).
-    std::map<std::int64_t, std::uint16_t> publish_;
-    // Offsets whose PUBREC arrived: awaiting PUBCOMP. Resent as PUBREL after a reconnect.
-    std::map<std::int64_t, std::uint16_t> pubrel_;
-    // Offsets sent on an earlier connection and not acknowledged: resent with DUP, same id.
-    std::map<std::int64_t, std::uint16_t> resend_;
-    std::map<std::uint16_t, std::int64_t> by_id_;  // every id above → its offset
+    // Positions sent on this connection, awaiting PUBACK (QoS 1) or PUBREC (QoS 2).
+    std::map<position, std::uint16_t> publish_;
+    // Positions whose PUBREC arrived: awaiting PUBCOMP. Resent as PUBREL after a reconnect
+    // (own source only: a shared source's entries end with the connection).
+    std::map<position, std::uint16_t> pubrel_;
+    // Own-topic offsets sent on an earlier connection and not acknowledged: resent with DUP,
+    // same id.
+    std::map<position, std::uint16_t> resend_;
+    std::map<std::uint16_t, position> by_id_;  // every id above → its position
     // Offsets below this that are in none of the maps were acknowledged (or skipped as
     // expired) on an earlier connection: a record read again below it is dropped.
     std::int64_t resend_until_ = 0;
@@ -173,6 +252,11 @@ class application_session {
 
     bool saving_ = false;
     bool save_again_ = false;
+
+    bool connected_ = false;  // between connect() and disconnect()/remove()/drop()
+    std::map<std::uint32_t, shared_source> shared_;  // by source id (>= 1)
+    std::uint32_t next_source_id_ = 1;
+    std::size_t turn_ = 0;  // which source next() tries first, so none starves the others
 };
 
 }  // namespace starling::broker

@@ -14,6 +14,7 @@
 #include "auth/authenticator.h"
 #include "auth/blocked_clients.h"
 #include "base/result.h"
+#include "broker/app_shared_topics.h"
 #include "broker/message.h"
 #include "broker/retained_store.h"
 #include "broker/session_registry.h"
@@ -62,6 +63,8 @@ class broker_core {
     retained_store& retained() { return retained_; }
     session_registry& sessions() { return sessions_; }
     const topic_names& topics() const { return topics_; }
+    // msg.app.shared.<filter> topics (APPLICATION shared subscriptions); blocking, see its header.
+    app_shared_topics& app_shared() { return app_shared_; }
     std::int64_t now_ms() const { return clock_.epoch_ms(); }
 
     // The live actor of a client, created when absent.
@@ -142,6 +145,7 @@ class broker_core {
     metrics::log_probe& log_probe_;
     const starling::clock& clock_;
     topic_names topics_;
+    app_shared_topics app_shared_{log_, metadata_, topics_, cfg_};
     routing::subscription_trie trie_;
     retained_store retained_;
     session_registry sessions_;

@@ -510,6 +510,9 @@ void client_actor::drop_local_session() {
     queued_.clear();
     sent_before_.clear();
     inbound_qos2_.clear();
+    if (app_) {
+        app_->drop();  // its consumers stop here; the new owner reads the topics
+    }
     redeliver_all_as_dup_ = false;
     session_exists_ = false;
     persistent_ = false;
@@ -550,6 +553,7 @@ void client_actor::adopt_subscriptions() {
     // This node is now the set's single writer: its record (origin = this node) is what the
     // other nodes mirror, routing to this node from now on.
     write_subscriptions([](status) {});
+    app_sync_shared();
 }
 
 void client_actor::add_subscription(stored_subscription sub) {
@@ -1260,6 +1264,7 @@ void client_actor::on_subscribe(mqtt::subscribe&& s) {
             retained_candidates.emplace_back(std::move(sub), existed);
         }
     }
+    app_sync_shared();
     const std::uint64_t channel_id = conn_->id;
     const std::uint16_t packet_id = s.packet_id;
     write_subscriptions(bind_status(
@@ -1327,6 +1332,7 @@ void client_actor::on_unsubscribe(mqtt::unsubscribe&& u) {
         subscriptions_.erase(it);
         codes.push_back(mqtt::reason_code::success);
     }
+    app_sync_shared();
     const std::uint64_t channel_id = conn_->id;
     const std::uint16_t packet_id = u.packet_id;
     write_subscriptions(

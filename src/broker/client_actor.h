@@ -134,6 +134,9 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     const std::string& client_id() const { return client_id_; }
     // Read by router threads without entering the actor; updated by the actor.
     bool connected() const { return connected_.load(std::memory_order_acquire); }
+    // Partitions of msg.app.shared.* topics this client's consumers own now. Actor thread only
+    // (tests run it through client_msg::call).
+    std::size_t app_shared_partitions_for_test() const;
     bool writable() const { return writable_.load(std::memory_order_acquire); }
     std::size_t mailbox_depth() const;
 
@@ -232,6 +235,9 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     // Persistent APPLICATION sessions; defined in application_delivery.cpp.
     void app_on_connect(bool session_present);
     void app_on_session_end();
+    // Starts / stops the consumers of the session's shared subscriptions to match subscriptions_
+    // (persistent APPLICATION sessions only; application_delivery.h).
+    void app_sync_shared();
     void pump_app();
     bool delivering() const;  // a connection that got its CONNACK and is not closing
 

@@ -21,6 +21,7 @@ node::node(settings cfg, message_log& log, device_inbox& inbox, metadata_store& 
                                           timers_, metrics.broker(), metrics.log(), clock);
     router_ = std::make_unique<publish_router>(*core_, metrics.routing());
     persisted_ = std::make_unique<persisted_consumer>(*core_);
+    app_removed_ = std::make_unique<app_removed_consumer>(*core_);
     if (core_->cfg().cluster) {
         const auto& self = core_->cfg().node_id;
         follower_ = std::make_unique<state_follower>(*core_);
@@ -262,6 +263,10 @@ void node::start() {
     if (auto st = persisted_->start(); !st) {
         throw std::runtime_error("cannot start msg.persisted consumers: " + st.error().message());
     }
+    if (auto st = app_removed_->start(); !st) {
+        throw std::runtime_error("cannot start the sys.app.removed consumer: " +
+                                 st.error().message());
+    }
     gauges_ = metrics_.add_refresher([this] {
         core_->refresh_gauges();
         std::size_t depth = 0;
@@ -307,6 +312,7 @@ void node::stop(std::chrono::milliseconds timeout) {
     }
     router_->stop();
     persisted_->stop();
+    app_removed_->stop();
     if (follower_) {
         downlink_->stop();
         downlink_persisted_->stop();

@@ -15,6 +15,7 @@
 #include "actor/dispatcher.h"
 #include "actor/timer_service.h"
 #include "base/result.h"
+#include "broker/app_removed_consumer.h"
 #include "broker/broker_core.h"
 #include "broker/downlink_consumer.h"
 #include "broker/persisted_consumer.h"
@@ -44,6 +45,7 @@ class node {
     void stop(std::chrono::milliseconds timeout);
 
     broker_core& core() { return *core_; }
+    const app_removed_consumer& app_removed_for_test() const { return *app_removed_; }
 
     // Cluster mode: client.blocked records read by the state follower go to `blocked` from now
     // on (the records read before are applied at once). No-op in embedded mode. Any thread.
@@ -63,6 +65,7 @@ class node {
     std::unique_ptr<broker_core> core_;
     std::unique_ptr<publish_router> router_;
     std::unique_ptr<persisted_consumer> persisted_;
+    std::unique_ptr<app_removed_consumer> app_removed_;
     // Cluster mode only.
     std::unique_ptr<state_follower> follower_;
     std::unique_ptr<downlink_consumer> downlink_;

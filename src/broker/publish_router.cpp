@@ -179,38 +179,49 @@ void publish_router::route(const message_ptr& msg, batch& b) {
         chosen.push_back(&*it);
         ++it;
     }
+    thread_local std::vector<target*> members;
+    thread_local std::vector<std::string_view> app_shared_filters;
+    app_shared_filters.clear();
     while (it != end) {
         auto group_end =
             std::find_if(it, end, [&](const target& t) { return t.group_key != it->group_key; });
-        const auto members = static_cast<std::size_t>(group_end - it);
-        const std::size_t start = pick_shared_member(it->group_key, members);
-        target* pick = nullptr;
-        target* persistent_pick = nullptr;
-        for (std::size_t k = 0; k < members && pick == nullptr; ++k) {
-            target& candidate = *(it + static_cast<std::ptrdiff_t>((start + k) % members));
-            auto actor = core_.sessions().find_actor(candidate.client_id);
-            if (actor && actor->connected() && actor->writable()) {
-                pick = &candidate;
-            } else if (core_.cfg().cluster && (!actor || !actor->connected()) &&
-                       connected_elsewhere(candidate.client_id)) {
-                pick = &candidate;  // a member connected on another node (forwarded)
-            } else if (persistent_pick == nullptr && msg->qos != mqtt::qos::at_most_once &&
-                       candidate.qos != 0) {
-                auto session = core_.sessions().find_session(candidate.client_id);
-                if (session && session->persistent) {
-                    persistent_pick = &candidate;
+        // Persistent APPLICATION members of the group read msg.app.shared.<filter> as one
+        // consumer group: a QoS 1/2 message goes there once, whoever is connected. The other
+        // members (DEVICE, non-persistent) share the message in memory as before, so a group
+        // mixing both kinds hands it to one member of each kind (as TBMQ does).
+        members.clear();
+        bool app_members = false;
+        for (auto m = it; m != group_end; ++m) {
+            if (msg->qos != mqtt::qos::at_most_once) {
+                auto session = core_.sessions().find_session(m->client_id);
+                if (session && session->persistent && session->type == client_type::application) {
+                    app_members = true;
+                    continue;
                 }
             }
+            members.push_back(&*m);
         }
-        if (pick == nullptr) {
-            pick = persistent_pick;
+        if (app_members) {
+            const std::string_view key = it->group_key;
+            const std::string_view filter = key.substr(key.find('\0') + 1);
+            if (std::find(app_shared_filters.begin(), app_shared_filters.end(), filter) ==
+                app_shared_filters.end()) {
+                app_shared_filters.push_back(filter);
+            }
         }
-        if (pick != nullptr) {
-            chosen.push_back(pick);
-        } else {
-            core_.probe().message_dropped(metrics::drop_reason::no_usable_shared_member);
+        if (!members.empty()) {
+            if (target* pick = pick_member(*msg, it->group_key, members)) {
+                chosen.push_back(pick);
+            } else {
+                core_.probe().message_dropped(metrics::drop_reason::no_usable_shared_member);
+            }
         }
         it = group_end;
+    }
+    // One copy per topic: groups with the same filter and different share names read the same
+    // topic, each in its own consumer group, so a second copy would reach each group twice.
+    for (const auto filter : app_shared_filters) {
+        produce_app_shared(msg, filter, b);
     }
 
     // Overlapping subscriptions of one client: one copy, highest QoS, every identifier.
@@ -267,6 +278,53 @@ bool publish_router::forward_to_owner(const message_ptr& msg, const target& t, m
                             b.complete(true);
                         });
     return true;
+}
+
+publish_router::target* publish_router::pick_member(const app_message& msg,
+                                                    const std::string& group_key,
+                                                    const std::vector<target*>& members) {
+    const std::size_t count = members.size();
+    const std::size_t start = pick_shared_member(group_key, count);
+    target* persistent_pick = nullptr;
+    for (std::size_t k = 0; k < count; ++k) {
+        target& candidate = *members[(start + k) % count];
+        auto actor = core_.sessions().find_actor(candidate.client_id);
+        if (actor && actor->connected() && actor->writable()) {
+            return &candidate;
+        }
+        if (core_.cfg().cluster && (!actor || !actor->connected()) &&
+            connected_elsewhere(candidate.client_id)) {
+            return &candidate;  // a member connected on another node (forwarded)
+        }
+        if (persistent_pick == nullptr && msg.qos != mqtt::qos::at_most_once &&
+            candidate.qos != 0) {
+            auto session = core_.sessions().find_session(candidate.client_id);
+            if (session && session->persistent) {
+                persistent_pick = &candidate;
+            }
+        }
+    }
+    return persistent_pick;
+}
+
+void publish_router::produce_app_shared(const message_ptr& msg, std::string_view filter, batch& b) {
+    // Blocking once per filter and process (entity lookup, topic admin); this is a consumer
+    // thread, which already waits for its batch.
+    auto topic = core_.app_shared().ensure(filter);
+    b.add();
+    if (!topic) {
+        b.complete(false);  // the batch is read again: the copy is not lost
+        return;
+    }
+    proto::persisted_msg pm;
+    to_proto(*msg, *pm.mutable_msg());
+    // The message's own QoS and retain flag: each member applies its subscription's maximum
+    // QoS and Retain As Published when it reads the copy (application_delivery.cpp).
+    pm.set_qos(static_cast<std::uint32_t>(msg->qos));
+    pm.set_retain(msg->retain);
+    // Key = the publish topic: each topic's messages stay in order on one partition.
+    core_.log().produce(topic.value(), msg->topic, pm.SerializeAsString(), {},
+                        [&b](result<produce_ack> r) { b.complete(static_cast<bool>(r)); });
 }
 
 std::size_t publish_router::pick_shared_member(const std::string& group_key, std::size_t members) {

@@ -7,7 +7,9 @@
 // subscription trie (lock-free), merges overlapping subscriptions of one client (highest QoS,
 // every subscription identifier), applies No Local and Retain As Published, picks one member
 // per shared-subscription group (round-robin among connected members, on this node or, in
-// cluster mode, connected on another node per the session mirror), and routes each copy:
+// cluster mode, connected on another node per the session mirror; persistent APPLICATION
+// members instead get one copy per message in msg.app.shared.<filter>, which they read as one
+// consumer group — application_delivery.h), and routes each copy:
 //   - QoS 1/2 copy for a persistent DEVICE session → msg.persisted (key = client id); the
 //     persisted_consumer appends it to the client's device inbox;
 //   - QoS 1/2 copy for a persistent APPLICATION session → msg.app.<clientId> (partition 0),
@@ -31,6 +33,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -63,6 +66,12 @@ class publish_router {
     // Cluster mode: the mirrored session of the client is connected on another node.
     bool connected_elsewhere(const std::string& client_id) const;
     std::size_t pick_shared_member(const std::string& group_key, std::size_t members);
+    // Round-robin among `members` of one group: the first usable one from the group's turn, else
+    // a persistent one (its copy is kept), else null.
+    target* pick_member(const app_message& msg, const std::string& group_key,
+                        const std::vector<target*>& members);
+    // The group's copy for its persistent APPLICATION members, to msg.app.shared.<filter>.
+    void produce_app_shared(const message_ptr& msg, std::string_view filter, batch& b);
 
     broker_core& core_;
     metrics::routing_probe& probe_;

@@ -45,6 +45,10 @@ struct settings {
     std::int64_t app_msg_retention_ms = 604800000;
     std::int64_t app_msg_retention_bytes = 1048576000;
     std::size_t app_msg_buffer_records = 1000;
+    // msg.app.shared.<filter> (queue.kafka.application-persisted-msg.shared-topic.*): partitions
+    // when no application_shared_subscription entity names the filter, and retention.
+    std::int32_t app_shared_partitions = 1;
+    std::int64_t app_shared_retention_ms = 604800000;
 
     std::size_t mailbox_capacity = 10000;
     std::size_t outbound_queue_limit = 10000;  // per non-persistent client, beyond the window

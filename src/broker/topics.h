@@ -53,6 +53,22 @@ class topic_names {
     }
     std::string sys_app_removed() const { return name("sys.app.removed"); }
 
+    // Shared APPLICATION subscriptions (ARCHITECTURE.md §5): one topic per topic filter, read by
+    // one consumer group per (share name, filter). Groups with the same filter and different
+    // share names read the same topic, each in full.
+    std::string msg_app_shared(std::string_view filter) const {
+        return name("msg.app.shared.") + shared_topic_suffix(filter);
+    }
+    std::string app_shared_group(std::string_view share, std::string_view filter) const {
+        return group("app-shared-" + std::string(share) + "-" + shared_topic_suffix(filter));
+    }
+    // TBMQ's mapping when the filter is made of [A-Za-z0-9/+#]: '/' -> '_', '+' -> "slp",
+    // '#' -> "mlw" ("a/+/#" -> "a_slp_mlw"). Otherwise — another character, a literal level
+    // "slp" or "mlw" (which would collide with a wildcard: TBMQ maps "a/slp" and "a/+" to the
+    // same topic), or a name past Kafka's 249 characters — "h." + the SHA-256 of the filter in
+    // hex. The suffix never contains '-', so the group id above cannot be ambiguous either.
+    std::string shared_topic_suffix(std::string_view filter) const;
+
     // The client id itself when it is made of [A-Za-z0-9_-] and the topic name stays within
     // Kafka's 249 characters; otherwise "h." + the SHA-256 of the id in hex. Kafka allows '.' in
     // names, but a literal id never contains one, so a hashed name cannot collide with a literal

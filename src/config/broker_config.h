@@ -233,6 +233,10 @@ struct kafka_defaults_section {
 struct kafka_application_section {
     std::chrono::milliseconds retention{};  // -1 ms = keep forever
     std::int64_t retention_bytes{};         // per topic; -1 = unbounded
+    // msg.app.shared.<filter> topics: partitions when no application_shared_subscription
+    // entity names the filter, and retention.
+    std::int32_t shared_topic_partitions{};
+    std::chrono::milliseconds shared_topic_retention{};  // -1 ms = keep forever
 
     friend bool operator==(const kafka_application_section&,
                            const kafka_application_section&) = default;

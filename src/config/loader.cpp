@@ -830,6 +830,14 @@ const std::vector<binding>& bindings() {
                  "TB_KAFKA_APP_PERSISTED_MSG_RETENTION_BYTES", "1048576000"},
                 FIELD(queue.kafka.application_persisted_msg.retention_bytes),
                 {.min = -1, .max = i64_max, .unit = "bytes", .note = "-1 = unbounded"}),
+        integer({"queue.kafka.application-persisted-msg.shared-topic.partitions",
+                 "TB_KAFKA_APP_PERSISTED_MSG_SHARED_TOPIC_PARTITIONS", "1"},
+                FIELD(queue.kafka.application_persisted_msg.shared_topic_partitions),
+                {.min = 1, .max = 10000}),
+        integer({"queue.kafka.application-persisted-msg.shared-topic.retention-ms",
+                 "TB_KAFKA_APP_PERSISTED_MSG_SHARED_TOPIC_RETENTION_MS", "604800000"},
+                FIELD(queue.kafka.application_persisted_msg.shared_topic_retention),
+                {.min = -1, .max = i64_max, .unit = "ms", .note = "-1 = keep forever"}),
         enumeration({"queue.embedded.fsync", "STARLING_EMBEDDED_FSYNC", "interval"},
                     FIELD(queue.embedded.fsync), fsync_policy_names),
         integer({"queue.embedded.fsync-interval-ms", "STARLING_EMBEDDED_FSYNC_INTERVAL_MS", "1000"},
@@ -1189,6 +1197,11 @@ void cross_check(const broker_config& config) {
         throw config_error("queue.kafka.application-persisted-msg.retention-ms",
                            "queue.kafka.application-persisted-msg.retention-ms: \"0\" would delete "
                            "every record at once (use -1 to keep records forever)");
+    }
+    if (config.queue.kafka.application_persisted_msg.shared_topic_retention.count() == 0) {
+        throw config_error("queue.kafka.application-persisted-msg.shared-topic.retention-ms",
+                           "queue.kafka.application-persisted-msg.shared-topic.retention-ms: \"0\" "
+                           "would delete every record at once (use -1 to keep records forever)");
     }
 }
 

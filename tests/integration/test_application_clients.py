@@ -158,3 +158,54 @@ def test_unacknowledged_messages_keep_their_packet_ids_across_restart(
         # After SIGKILL the acknowledgement of m1 may not have reached the store (it is saved
         # asynchronously, coalesced): m1 may come again — at least once.
         assert [p for p in seen if p != b"m1"] == [b"m0", b"m2", b"m3"]
+
+
+@pytest.mark.timeout(180)
+def test_shared_application_members_split_the_stream_and_the_backlog_waits(raw_client, uid,
+                                                                            broker_factory):
+    """Embedded mode: two persistent APPLICATION members of one $share read
+    msg.app.shared.<filter> (2 partitions) as one consumer group of the embedded log. Together
+    they get every message once; while no member is connected the copies wait in the topic, and
+    the member that comes back alone gets all of them."""
+    from starling_it import shared_app
+
+    text = (REPO_ROOT / "config" / "starling.yml").read_text()
+    broker = broker_factory(
+        env={
+            "SECURITY_MQTT_ALLOW_ANONYMOUS": "false",
+            "TB_KAFKA_APP_PERSISTED_MSG_SHARED_TOPIC_PARTITIONS": "2",
+        },
+        config_text=text.replace("    credentials: []\n", CREDENTIALS),
+    )
+    share = f"$share/g/sa/{uid}/+"
+    members = {}
+    for name in ("m1", "m2"):
+        conn, _ = resume(raw_client, broker, f"{uid}-{name}")
+        assert conn.subscribe(share, 1).reason_codes == [1]
+        members[name] = conn
+    pub = raw_client(broker, codec.MQTT5, timeout=30.0)
+    assert pub.connect(f"{uid}-pub", **PUB).reason_code == 0
+    topics = [f"sa/{uid}/{k}" for k in range(10)]
+    shared_app.wait_every_member_serves(pub, members, topics)
+
+    count = 200
+    for i in range(count):
+        assert pub.publish(topics[i % len(topics)], f"m{i}".encode(), qos=1).reason_code == 0
+    got = shared_app.read_any(members, count)
+    assert got["m1"] and got["m2"], f"both members served: {shared_app.summary(got)}"
+    assert not shared_app.duplicates(got)
+    assert len(got["m1"]) + len(got["m2"]) == count
+    assert all(shared_app.in_topic_order(pkts) for pkts in got.values())
+
+    for conn in members.values():
+        conn.disconnect_and_wait()
+    backlog = 50
+    for i in range(count, count + backlog):
+        assert pub.publish(topics[i % len(topics)], f"m{i}".encode(), qos=1).reason_code == 0
+    back, ack = resume(raw_client, broker, f"{uid}-m1")
+    assert ack.session_present
+    rest = shared_app.read_any({"m1": back}, backlog)
+    assert sorted(shared_app.payloads(rest["m1"])) == sorted(
+        f"m{i}".encode() for i in range(count, count + backlog)
+    )
+    assert shared_app.in_topic_order(rest["m1"])

@@ -274,3 +274,59 @@ def test_application_backlog_on_kafka_is_delivered_on_another_node(
         back.ack(msg)
         got.append(msg.payload)
     assert got == [f"m{i}".encode() for i in range(count)], "the backlog in order"
+
+
+@pytest.mark.timeout(300)
+def test_application_shared_subscription_splits_across_nodes_and_moves_on_leave(
+    broker_factory, raw_client, uid
+):
+    """Two persistent APPLICATION members of one $share on two nodes read
+    msg.app.shared.<filter> (2 partitions) as one Kafka consumer group: together they get every
+    message once; when one leaves, the other gets its partition and everything after."""
+    from starling_it import shared_app
+    from starling_it.brokers import REPO_ROOT
+
+    text = (REPO_ROOT / "config" / "starling.yml").read_text()
+    config = text.replace("    credentials: []\n", APP_CREDENTIALS)
+    prefix = new_prefix()
+    a, b = (
+        broker_factory(
+            env=cluster_env(prefix, name, TB_KAFKA_APP_PERSISTED_MSG_SHARED_TOPIC_PARTITIONS="2"),
+            config_text=config,
+        )
+        for name in ("node-a", "node-b")
+    )
+    app = {"username": "app", "password": "app-pw"}
+    members = {}
+    for name, node in (("m1", a), ("m2", b)):
+        conn = raw_client(node, codec.MQTT5, timeout=30)
+        ack = conn.connect(f"{uid}-{name}", **persistent(codec.MQTT5, expiry=3600), **app)
+        assert ack.reason_code == 0
+        assert conn.subscribe(f"$share/g/ps/{uid}/+", 1).reason_codes == [1]
+        members[name] = conn
+    pub = raw_client(a, codec.MQTT5, timeout=30)
+    assert pub.connect(f"{uid}-pub").reason_code == 0
+    topics = [f"ps/{uid}/{k}" for k in range(10)]
+    shared_app.wait_every_member_serves(pub, members, topics)
+
+    count = 200
+    for i in range(count):
+        assert pub.publish(topics[i % len(topics)], f"m{i}".encode(), qos=1).reason_code == 0
+    got = shared_app.read_any(members, count)
+    assert got["m1"] and got["m2"], f"both members served: {shared_app.summary(got)}"
+    assert not shared_app.duplicates(got)
+    assert sorted(p for pkts in got.values() for p in shared_app.payloads(pkts)) == sorted(
+        f"m{i}".encode() for i in range(count)
+    )
+    assert all(shared_app.in_topic_order(pkts) for pkts in got.values())
+
+    members["m1"].disconnect_and_wait()  # leaves the group: m2 gets both partitions
+    more = 100
+    for i in range(count, count + more):
+        assert pub.publish(topics[i % len(topics)], f"m{i}".encode(), qos=1).reason_code == 0
+    rest = shared_app.read_any({"m2": members["m2"]}, more)
+    assert sorted(shared_app.payloads(rest["m2"])) == sorted(
+        f"m{i}".encode() for i in range(count, count + more)
+    )
+    assert shared_app.in_topic_order(rest["m2"])
+    members["m2"].expect_nothing(1.0)

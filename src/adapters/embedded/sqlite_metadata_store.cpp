@@ -419,6 +419,61 @@ void sqlite_metadata_store::delete_application_context(std::string client_id, do
     });
 }
 
+// --- APPLICATION shared-subscription entities -----------------------------------------------
+
+void sqlite_metadata_store::save_application_shared_subscription(
+    application_shared_subscription entity, done_callback done) {
+    submit(std::move(done), [this, e = std::move(entity)](sqlite_db& db) -> status {
+        if (e.id.empty() || e.topic_filter.empty() || e.partitions < 1) {
+            return make_error_code(store_errc::invalid_argument);
+        }
+        auto stmt = db.prepare(
+            "INSERT INTO application_shared_subscription (id, created_time, topic, partitions, "
+            "name)"
+            " VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT (topic) DO UPDATE SET partitions = excluded.partitions,"
+            " name = excluded.name");
+        if (!stmt) {
+            return stmt.error();
+        }
+        const std::int64_t created = e.created_time_ms != 0 ? e.created_time_ms : clock_.epoch_ms();
+        return stmt->bind(1, e.id)
+            .bind(2, created)
+            .bind(3, e.topic_filter)
+            .bind(4, std::int64_t{e.partitions})
+            .bind(5, e.name)
+            .run();
+    });
+}
+
+void sqlite_metadata_store::find_application_shared_subscription(
+    std::string topic_filter, callback<std::optional<application_shared_subscription>> done) {
+    submit(std::move(done),
+           [filter = std::move(topic_filter)](
+               sqlite_db& db) -> result<std::optional<application_shared_subscription>> {
+               auto stmt = db.prepare(
+                   "SELECT id, created_time, partitions, name FROM application_shared_subscription"
+                   " WHERE topic = ?");
+               if (!stmt) {
+                   return stmt.error();
+               }
+               auto row = stmt->bind(1, filter).step();
+               if (!row) {
+                   return row.error();
+               }
+               if (!*row) {
+                   return std::optional<application_shared_subscription>();
+               }
+               application_shared_subscription e;
+               e.id = stmt->column_text(0);
+               e.created_time_ms = stmt->column_int64(1);
+               e.topic_filter = filter;
+               e.partitions = static_cast<std::int32_t>(stmt->column_int64(2));
+               e.name = stmt->column_text(3);
+               return std::optional<application_shared_subscription>(std::move(e));
+           });
+}
+
 // --- unauthorized-client log -----------------------------------------------------------------
 
 void sqlite_metadata_store::record_unauthorized(unauthorized_client entry, done_callback done) {

@@ -57,6 +57,11 @@ class sqlite_metadata_store final : public metadata_store {
     void load_application_context(
         std::string client_id, callback<std::optional<application_session_context>> done) override;
     void delete_application_context(std::string client_id, done_callback done) override;
+    void save_application_shared_subscription(application_shared_subscription entity,
+                                              done_callback done) override;
+    void find_application_shared_subscription(
+        std::string topic_filter,
+        callback<std::optional<application_shared_subscription>> done) override;
 
     void record_unauthorized(unauthorized_client entry, done_callback done) override;
     void list_unauthorized(std::size_t limit,

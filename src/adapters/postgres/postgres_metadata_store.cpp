@@ -504,6 +504,54 @@ void postgres_metadata_store::delete_application_context(std::string client_id,
               });
 }
 
+// --- APPLICATION shared-subscription entities -----------------------------------------------
+
+void postgres_metadata_store::save_application_shared_subscription(
+    application_shared_subscription entity, done_callback done) {
+    const std::string key = entity.topic_filter;
+    post_call(pool_, &key, std::move(done),
+              [this, e = std::move(entity)](pqxx::connection_base& conn) -> status {
+                  if (e.id.empty() || e.topic_filter.empty() || e.partitions < 1) {
+                      return make_error_code(pg_errc::invalid_argument);
+                  }
+                  const std::int64_t created =
+                      e.created_time_ms != 0 ? e.created_time_ms : clock_.epoch_ms();
+                  pqxx::nontransaction tx(conn);
+                  tx.exec_params(
+                      "INSERT INTO application_shared_subscription"
+                      " (id, created_time, topic, partitions, name) VALUES ($1, $2, $3, $4, $5)"
+                      " ON CONFLICT (topic) DO UPDATE SET partitions = excluded.partitions,"
+                      " name = excluded.name",
+                      e.id, created, e.topic_filter, e.partitions, e.name);
+                  return {};
+              });
+}
+
+void postgres_metadata_store::find_application_shared_subscription(
+    std::string topic_filter, callback<std::optional<application_shared_subscription>> done) {
+    const std::string key = topic_filter;
+    post_call(
+        pool_, &key, std::move(done),
+        [filter = std::move(topic_filter)](
+            pqxx::connection_base& conn) -> result<std::optional<application_shared_subscription>> {
+            pqxx::nontransaction tx(conn);
+            const auto rows = tx.exec_params(
+                "SELECT id, created_time, partitions, name FROM application_shared_subscription"
+                " WHERE topic = $1",
+                filter);
+            if (rows.empty()) {
+                return std::optional<application_shared_subscription>();
+            }
+            application_shared_subscription e;
+            e.id = text_of(rows[0][0]);
+            e.created_time_ms = rows[0][1].as<std::int64_t>();
+            e.topic_filter = filter;
+            e.partitions = rows[0][2].as<std::int32_t>();
+            e.name = text_of(rows[0][3]);
+            return std::optional<application_shared_subscription>(std::move(e));
+        });
+}
+
 // --- unauthorized-client log -----------------------------------------------------------------
 
 void postgres_metadata_store::record_unauthorized(unauthorized_client entry, done_callback done) {

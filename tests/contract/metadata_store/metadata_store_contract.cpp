@@ -286,6 +286,30 @@ TEST_P(metadata_store_contract, unauthorized_log_lists_newest_first_one_row_per_
 
 // --- settings ----------------------------------------------------------------------------------
 
+TEST_P(metadata_store_contract, application_shared_subscription_found_by_filter_and_updated) {
+    auto missing = find_shared("sensors/+/temp");
+    ASSERT_TRUE(missing) << missing.error().message();
+    EXPECT_FALSE(missing->has_value());
+
+    ASSERT_TRUE(save_shared(
+        {.id = "s1", .topic_filter = "sensors/+/temp", .partitions = 4, .name = "temperatures"}));
+    auto found = find_shared("sensors/+/temp");
+    ASSERT_TRUE(found && found->has_value());
+    EXPECT_EQ((*found)->id, "s1");
+    EXPECT_EQ((*found)->partitions, 4);
+    EXPECT_EQ((*found)->name, "temperatures");
+    EXPECT_GT((*found)->created_time_ms, 0);
+
+    // The filter is unique: saving it again changes the partitions of the same entity.
+    ASSERT_TRUE(save_shared({.id = "s2", .topic_filter = "sensors/+/temp", .partitions = 8}));
+    found = find_shared("sensors/+/temp");
+    ASSERT_TRUE(found && found->has_value());
+    EXPECT_EQ((*found)->id, "s1");
+    EXPECT_EQ((*found)->partitions, 8);
+
+    EXPECT_FALSE(save_shared({.id = "s3", .topic_filter = "x", .partitions = 0}));
+}
+
 TEST_P(metadata_store_contract, settings_round_trip_and_overwrite) {
     auto missing = get_setting("general");
     ASSERT_TRUE(missing) << missing.error().message();

@@ -89,6 +89,16 @@ class metadata_store_test_base : public ::testing::TestWithParam<metadata_store_
         return await<status>(
             [&](auto done) { store_->delete_application_context(client_id, std::move(done)); });
     }
+    status save_shared(application_shared_subscription e) {
+        return await<status>([&](auto done) {
+            store_->save_application_shared_subscription(std::move(e), std::move(done));
+        });
+    }
+    result<std::optional<application_shared_subscription>> find_shared(const std::string& filter) {
+        return await<result<std::optional<application_shared_subscription>>>([&](auto done) {
+            store_->find_application_shared_subscription(filter, std::move(done));
+        });
+    }
     status record_unauthorized(unauthorized_client entry) {
         return await<status>(
             [&](auto done) { store_->record_unauthorized(std::move(entry), std::move(done)); });

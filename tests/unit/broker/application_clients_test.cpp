@@ -552,5 +552,274 @@ TEST_F(application_clients, inbound_qos2_resumes_after_restart) {
     EXPECT_EQ(markers, (std::set<std::string>{"1", "2"}));
 }
 
+// ---------------------------------------------------------------------------------------------
+// Shared APPLICATION subscriptions: msg.app.shared.<filter>, one consumer group per share.
+
+TEST(application_topics, shared_filters_map_like_tbmq_or_are_hashed) {
+    topic_names t("starling");
+    EXPECT_EQ(t.msg_app_shared("sensors/+/temp"), "starling.msg.app.shared.sensors_slp_temp");
+    EXPECT_EQ(t.msg_app_shared("a/#"), "starling.msg.app.shared.a_mlw");
+    EXPECT_EQ(t.app_shared_group("g1", "a/#"), "starling.app-shared-g1-a_mlw");
+    // A literal level that reads like a mapped wildcard would collide with it: hashed.
+    EXPECT_NE(t.msg_app_shared("a/slp"), t.msg_app_shared("a/+"));
+    EXPECT_EQ(t.msg_app_shared("a/slp").rfind("starling.msg.app.shared.h.", 0), 0U);
+    // Outside [A-Za-z0-9/+#] ('_' included, so "a_b" cannot collide with "a/b"): hashed.
+    EXPECT_EQ(t.msg_app_shared("a_b").rfind("starling.msg.app.shared.h.", 0), 0U);
+    EXPECT_EQ(t.msg_app_shared("caf\xc3\xa9/x").rfind("starling.msg.app.shared.h.", 0), 0U);
+    EXPECT_LE(t.msg_app_shared(std::string(300, 'a')).size(), 249U);
+}
+
+class application_shared : public application_clients {
+  protected:
+    // A connected persistent APPLICATION client subscribed to `filter` ($share/...).
+    std::shared_ptr<fake_channel> member(const std::string& id, const std::string& filter,
+                                         mqtt::qos qos = mqtt::qos::at_least_once) {
+        next_type_ = client_type::application;
+        auto ch = connect(id, true, mqtt::protocol_version::v5, expiry);
+        subscribe(id, *ch, filter, qos);
+        return ch;
+    }
+    std::size_t owned(const std::string& id) {
+        std::promise<std::size_t> n;
+        auto actor = node_->core().actor_for(id);
+        EXPECT_TRUE(actor->tell(client_msg::call{
+            [&](client_actor& a) { n.set_value(a.app_shared_partitions_for_test()); }}));
+        auto f = n.get_future();
+        return f.wait_for(5s) == std::future_status::ready ? f.get() : 0;
+    }
+    // Waits (bounded) until the group gave each client the partitions expected.
+    void wait_owned(const std::map<std::string, std::size_t>& expected) {
+        const auto deadline = std::chrono::steady_clock::now() + 10s;
+        auto all = [&] {
+            for (const auto& [id, n] : expected) {
+                if (owned(id) != n) {
+                    return false;
+                }
+            }
+            return true;
+        };
+        while (!all() && std::chrono::steady_clock::now() < deadline) {
+            std::this_thread::yield();
+        }
+        for (const auto& [id, n] : expected) {
+            ASSERT_EQ(owned(id), n) << id;
+        }
+    }
+    void save_entity(const std::string& filter, std::int32_t partitions) {
+        std::promise<status> done;
+        metadata_->save_application_shared_subscription(
+            {.id = "e-" + filter, .topic_filter = filter, .partitions = partitions},
+            [&](status st) { done.set_value(st); });
+        ASSERT_TRUE(done.get_future().get());
+    }
+    // Records the router wrote to the filter's shared topic (every partition).
+    std::int64_t shared_end(const std::string& filter) {
+        const auto topic = node_->core().topics().msg_app_shared(filter);
+        auto partitions = log_->partition_count(topic);
+        if (!partitions) {
+            return -1;
+        }
+        std::int64_t total = 0;
+        for (std::int32_t p = 0; p < partitions.value(); ++p) {
+            auto c = log_->create_consumer(
+                consumer_spec{.group_id = "probe", .assignment = {{topic, p}}});
+            total += c.value()->end_offset({topic, p}).value();
+            c.value()->close();
+        }
+        return total;
+    }
+    // Ten topics whose keys land on both partitions of a 2-partition topic; topic k carries the
+    // payloads k*per .. k*per+per-1 in order.
+    std::vector<std::string> spread_topics(const std::string& root) {
+        std::vector<std::string> topics;
+        std::set<std::int32_t> partitions;
+        for (int k = 0; k < 10; ++k) {
+            topics.push_back(root + "/" + std::to_string(k));
+            partitions.insert(partition_for_key(topics.back(), 2));
+        }
+        EXPECT_EQ(partitions.size(), 2U) << "pick topics that spread over both partitions";
+        return topics;
+    }
+    void publish_spread(const std::vector<std::string>& topics, int base, int per) {
+        for (std::size_t k = 0; k < topics.size(); ++k) {
+            publish_many(node_->core(), topics[k], base + static_cast<int>(k) * per, per);
+        }
+    }
+
+    struct received {
+        std::vector<mqtt::publish> messages;
+        std::multiset<std::string> payloads;
+    };
+    // Reads every member's channel until `total` PUBLISHes arrived (bounded); acknowledges those
+    // of the clients in `ack`.
+    std::map<std::string, received> collect(
+        const std::map<std::string, std::shared_ptr<fake_channel>>& members, std::size_t total,
+        const std::set<std::string>& ack) {
+        std::map<std::string, received> out;
+        std::size_t got = 0;
+        const auto deadline = std::chrono::steady_clock::now() + 20s;
+        while (got < total && std::chrono::steady_clock::now() < deadline) {
+            for (const auto& [id, ch] : members) {
+                auto p = ch->next(10ms);
+                if (!p) {
+                    continue;
+                }
+                auto* pub = std::get_if<mqtt::publish>(&*p);
+                if (pub == nullptr) {
+                    ADD_FAILURE() << id << ": unexpected " << mqtt::to_string(mqtt::type_of(*p));
+                    continue;
+                }
+                if (ack.contains(id)) {
+                    send(id, *ch, mqtt::puback{pub->packet_id, mqtt::reason_code::success, {}});
+                }
+                out[id].payloads.insert(std::string(pub->payload));
+                out[id].messages.push_back(std::move(*pub));
+                ++got;
+            }
+        }
+        EXPECT_EQ(got, total);
+        return out;
+    }
+    // Within each client, the messages of one topic came in publish order.
+    static void expect_per_topic_order(const received& r) {
+        std::map<std::string, int> last;
+        for (const auto& m : r.messages) {
+            const int v = std::stoi(std::string(m.payload));
+            auto [it, fresh] = last.emplace(std::string(m.topic), v);
+            if (!fresh) {
+                EXPECT_GT(v, it->second) << m.topic;
+                it->second = v;
+            }
+        }
+    }
+};
+
+TEST_F(application_shared, two_members_split_the_stream_without_loss_or_duplicates) {
+    save_entity("s/#", 2);  // the operator's entity: 2 partitions
+    auto a = member("sa", "$share/g/s/#");
+    auto b = member("sb", "$share/g/s/#");
+    wait_owned({{"sa", 1}, {"sb", 1}});
+    const auto topics = spread_topics("s");
+    publish_spread(topics, 0, 20);  // 200 messages
+
+    auto got = collect({{"sa", a}, {"sb", b}}, 200, {"sa", "sb"});
+    std::set<std::string> all;
+    for (const auto& [id, r] : got) {
+        EXPECT_FALSE(r.payloads.empty()) << id << " got no partition's messages";
+        for (const auto& p : r.payloads) {
+            EXPECT_TRUE(all.insert(p).second) << "payload " << p << " delivered twice";
+        }
+        expect_per_topic_order(r);
+        for (const auto& m : r.messages) {
+            EXPECT_FALSE(m.dup);
+        }
+    }
+    EXPECT_EQ(all.size(), 200U);
+    // One copy per message in the shared topic, none in the members' own topics.
+    EXPECT_EQ(shared_end("s/#"), 200);
+    EXPECT_EQ(app_topic_end("sa"), 0);
+    EXPECT_FALSE(a->next(200ms)) << "nothing beyond the 200";
+    EXPECT_FALSE(b->next(10ms));
+}
+
+TEST_F(application_shared, a_member_leaving_hands_its_partitions_to_the_other) {
+    save_entity("l/#", 2);
+    auto a = member("la", "$share/g/l/#");
+    auto b = member("lb", "$share/g/l/#");
+    wait_owned({{"la", 1}, {"lb", 1}});
+    const auto topics = spread_topics("l");
+    publish_spread(topics, 0, 10);  // 100 messages
+    // "la" acknowledges nothing, then leaves: its partition goes to "lb" from the committed
+    // offset, so what "la" held unacknowledged comes again, to "lb".
+    auto first = collect({{"la", a}, {"lb", b}}, 100, {"lb"});
+    const std::size_t held_by_a = first["la"].payloads.size();
+    ASSERT_GT(held_by_a, 0U);
+    disconnect("la", *a);
+    wait_owned({{"lb", 2}});
+    publish_spread(topics, 100, 10);  // 100 more
+
+    auto second = collect({{"lb", b}}, held_by_a + 100, {"lb"});
+    std::multiset<std::string> at_b = first["lb"].payloads;
+    at_b.insert(second["lb"].payloads.begin(), second["lb"].payloads.end());
+    std::set<std::string> distinct(at_b.begin(), at_b.end());
+    EXPECT_EQ(distinct.size(), 200U) << "every message reached the remaining member";
+    EXPECT_EQ(at_b.size(), 200U) << "and none twice";
+    for (const auto& p : first["la"].payloads) {
+        EXPECT_TRUE(second["lb"].payloads.contains(p)) << p << " held by la was not redelivered";
+    }
+    expect_per_topic_order(second["lb"]);
+    EXPECT_FALSE(b->next(200ms));
+}
+
+TEST_F(application_shared, delivery_qos_is_the_lower_of_message_and_subscription) {
+    auto one = member("q1", "$share/g1/q/#", mqtt::qos::at_least_once);
+    auto zero = member("q0", "$share/g0/q/#", mqtt::qos::at_most_once);
+    wait_owned({{"q1", 1}, {"q0", 1}});
+    publish_many(node_->core(), "q/x", 1, 1, mqtt::qos::exactly_once);
+
+    auto m1 = one->expect<mqtt::publish>();
+    EXPECT_EQ(m1.payload, "1");
+    EXPECT_EQ(m1.qos, mqtt::qos::at_least_once);
+    EXPECT_NE(m1.packet_id, 0);
+    send("q1", *one, mqtt::puback{m1.packet_id, mqtt::reason_code::success, {}});
+    auto m0 = zero->expect<mqtt::publish>();
+    EXPECT_EQ(m0.payload, "1");
+    EXPECT_EQ(m0.qos, mqtt::qos::at_most_once);
+    // Two share names on one filter read one topic, each in full: one copy was written.
+    EXPECT_EQ(shared_end("q/#"), 1);
+}
+
+TEST_F(application_shared, device_members_of_the_same_share_are_unaffected) {
+    auto app = member("ma", "$share/g/d/#");
+    next_type_ = client_type::device;
+    auto dev = connect("md", true, mqtt::protocol_version::v5, expiry);
+    subscribe("md", *dev, "$share/g/d/#", mqtt::qos::at_least_once);
+    wait_owned({{"ma", 1}});
+    publish_many(node_->core(), "d/x", 1, 10);
+    // The DEVICE member is the group's only in-memory member: it gets every message, as it
+    // did without APPLICATION members; the APPLICATION member reads all of them from the topic.
+    auto got = collect({{"ma", app}, {"md", dev}}, 20, {"ma", "md"});
+    std::multiset<std::string> expected;
+    for (int i = 1; i <= 10; ++i) {
+        expected.insert(std::to_string(i));
+    }
+    EXPECT_EQ(got["md"].payloads, expected);
+    EXPECT_EQ(got["ma"].payloads, expected);
+    EXPECT_FALSE(log_->partition_count(node_->core().topics().msg_app("md")));
+}
+
+TEST_F(application_shared, unsubscribe_leaves_the_group) {
+    auto a = member("ua", "$share/g/u/#");
+    wait_owned({{"ua", 1}});
+    mqtt::unsubscribe u;
+    u.packet_id = 2;
+    u.filters.push_back("$share/g/u/#");
+    send("ua", *a, u);
+    a->expect<mqtt::unsuback>();
+    wait_owned({{"ua", 0}});
+}
+
+TEST_F(application_shared, sys_app_removed_deletes_the_topic_unless_the_client_is_an_application) {
+    const auto& t = node_->core().topics();
+    ASSERT_TRUE(log_->create_topic({t.msg_app("ghost"), 1, -1, -1, false}));
+    offline_subscriber("keeper");  // still a persistent APPLICATION session
+    for (const char* id : {"ghost", "keeper"}) {
+        std::promise<bool> written;
+        log_->produce(t.sys_app_removed(), id, t.msg_app(id), {},
+                      [&](result<produce_ack> r) { written.set_value(static_cast<bool>(r)); });
+        ASSERT_TRUE(written.get_future().get());
+    }
+    const auto& consumer = node_->app_removed_for_test();
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while ((consumer.removed() < 1 || consumer.skipped() < 1) &&
+           std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::yield();
+    }
+    EXPECT_EQ(consumer.removed(), 1U);
+    EXPECT_EQ(consumer.skipped(), 1U);
+    EXPECT_FALSE(log_->partition_count(t.msg_app("ghost")));
+    EXPECT_TRUE(log_->partition_count(t.msg_app("keeper")));
+}
+
 }  // namespace
 }  // namespace starling::broker
