@@ -378,7 +378,11 @@ status kafka_log_consumer::seek(const topic_partition& tp, std::int64_t offset) 
             text = rd_kafka_error_string(assign);
             rd_kafka_error_destroy(assign);
         }
-        if (code != RD_KAFKA_RESP_ERR__STATE || clock_type::now() >= until) {
+        // __OUTDATED: the partition's fetch state changed under the seek (the assignment was
+        // still being applied); seen once as a node failing to start. Retried like __STATE.
+        const bool transient =
+            code == RD_KAFKA_RESP_ERR__STATE || code == RD_KAFKA_RESP_ERR__OUTDATED;
+        if (!transient || clock_type::now() >= until) {
             spdlog::warn("kafka consumer: seek {}[{}] to {}: {}", tp.topic, tp.partition, offset,
                          text);
             return make_kafka_error(code);
