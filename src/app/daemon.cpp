@@ -68,6 +68,16 @@ broker::settings broker_settings(const config::broker_config& c) {
     s.msg_all_partitions = static_cast<std::int32_t>(c.queue.kafka.msg_all.partitions);
     s.msg_all_retention_ms = c.queue.kafka.msg_all.retention.count();
     s.app_msg_retention_ms = c.queue.kafka.application_persisted_msg.retention.count();
+    const auto& limits = c.mqtt.rate_limits;
+    if (limits.incoming_publish.enabled) {
+        s.incoming_publish_limit = limits.incoming_publish.config;
+    }
+    if (limits.outgoing_publish.enabled) {
+        s.outgoing_publish_limit = limits.outgoing_publish.config;
+    }
+    if (limits.device_persisted_messages.enabled) {
+        s.device_persisted_limit = limits.device_persisted_messages.config;
+    }
     s.app_msg_retention_bytes = c.queue.kafka.application_persisted_msg.retention_bytes;
     s.msg_all_consumers = static_cast<std::int32_t>(c.queue.msg_all.consumers_count);
     s.poll_interval = c.queue.msg_all.poll_interval;
@@ -215,6 +225,8 @@ struct daemon::parts {
     std::unique_ptr<adapters::postgres::postgres_metadata_store> postgres_metadata;
     device_inbox* inbox_port = nullptr;
     metadata_store* metadata_port = nullptr;
+    // Cluster-wide rate-limit buckets: in process (embedded) or in Redis (cluster).
+    std::unique_ptr<shared_counters> counters;
     // Outlives the security parts: the JWT and HTTP providers hold its executor.
     std::unique_ptr<net::io_pool> io;
     security_parts security;  // outlives the node: its timers may hold the authenticator
@@ -297,6 +309,8 @@ void daemon::start() {
     p.node = std::make_unique<broker::node>(broker_settings(cfg_), *p.log_port, *p.inbox_port,
                                             *p.metadata_port, p.metrics,
                                             cfg_.actors.client.dispatcher_pool_size);
+    p.counters = open_shared_counters();
+    p.node->core().set_shared_counters(p.counters.get());
     p.node->start();
 
     // Authentication: credentials upserted, providers and blocked clients ready before any
