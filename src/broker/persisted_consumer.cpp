@@ -24,21 +24,23 @@ persisted_consumer::persisted_consumer(broker_core& core)
                         .device_limit = true}) {}
 
 persisted_consumer::persisted_consumer(broker_core& core, options opts)
-    : core_(core), opts_(std::move(opts)) {
-    const auto& limit = core_.cfg().device_persisted_limit;
-    if (opts_.device_limit && !limit.empty() && core_.shared_counters() != nullptr) {
-        // TBMQ's Redis key. The timeout bounds how long a batch waits on an unreachable store
-        // before its copies are let through.
-        device_limit_ = std::make_unique<ratelimit::shared_limit>(
-            *core_.shared_counters(), "devicePersistedMsgsLimit::bucket", limit,
-            std::chrono::milliseconds(1000));
-    }
-}
+    : core_(core), opts_(std::move(opts)) {}
 
 persisted_consumer::~persisted_consumer() { stop(); }
 
 status persisted_consumer::start() {
     const auto& cfg = core_.cfg();
+    // Here, not in the constructor: the daemon sets the shared counters after building the node.
+    if (opts_.device_limit && !cfg.device_persisted_limit.empty() &&
+        core_.shared_counters() != nullptr) {
+        // TBMQ's Redis key. The timeout bounds how long a batch waits on an unreachable store
+        // before its copies are let through.
+        device_limit_ = std::make_unique<ratelimit::shared_limit>(
+            *core_.shared_counters(), "devicePersistedMsgsLimit::bucket",
+            cfg.device_persisted_limit, std::chrono::milliseconds(1000));
+        spdlog::info("{}: device-persisted-messages limit {} (cluster-wide)", opts_.topic,
+                     ratelimit::to_string(cfg.device_persisted_limit));
+    }
     running_.store(true);
     for (std::int32_t i = 0; i < opts_.consumers; ++i) {
         consumer_spec spec;
