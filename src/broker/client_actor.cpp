@@ -1036,9 +1036,10 @@ bool client_actor::incoming_allowed() {
     }
     const bool ok = incoming_limit_->try_acquire(now);
     if (!ok && !incoming_throttled_) {
-        spdlog::debug("client {}: over the incoming publish rate limit {}; dropping its PUBLISH "
-                      "packets until it slows down",
-                      client_id_, ratelimit::to_string(limit));
+        spdlog::debug(
+            "client {}: over the incoming publish rate limit {}; dropping its PUBLISH "
+            "packets until it slows down",
+            client_id_, ratelimit::to_string(limit));
     }
     incoming_throttled_ = !ok;
     return ok;

@@ -135,9 +135,10 @@ const log_record* persisted_consumer::over_device_limit(const std::vector<log_re
         core_.probe().rate_limit_store_failed();
         // One warning per outage, not per batch: it is cleared by the next answered call.
         if (!store_failure_logged_.exchange(true)) {
-            spdlog::warn("{}: device-persisted-messages limit store unreachable ({}); letting "
-                         "copies through until it answers",
-                         opts_.topic, g.error.message());
+            spdlog::warn(
+                "{}: device-persisted-messages limit store unreachable ({}); letting "
+                "copies through until it answers",
+                opts_.topic, g.error.message());
         }
     } else if (store_failure_logged_.exchange(false)) {
         spdlog::info("{}: device-persisted-messages limit store answers again", opts_.topic);

@@ -48,7 +48,7 @@ class persisted_consumer {
         std::string group_id;  // consumer group
         std::int32_t consumers = 1;
         std::string instance_name = "persisted";  // static member ids "<node>-<name>-<i>"
-        bool forward = false;  // forward copies of sessions on other nodes (cluster mode)
+        bool forward = false;       // forward copies of sessions on other nodes (cluster mode)
         bool device_limit = false;  // charge rate-limits.device-persisted-messages
     };
     // The msg.persisted consumers (group device-persisted-msg-consumer-group, forwarding in

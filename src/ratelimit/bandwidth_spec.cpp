@@ -31,15 +31,16 @@ std::optional<std::int64_t> positive(std::string_view text) {
 }
 
 // Periods beyond this overflow the nanosecond arithmetic of the buckets (292 years).
-constexpr std::int64_t max_period_seconds = std::numeric_limits<std::int64_t>::max() /
-                                            1'000'000'000;
+constexpr std::int64_t max_period_seconds =
+    std::numeric_limits<std::int64_t>::max() / 1'000'000'000;
 
 }  // namespace
 
 std::optional<std::vector<bandwidth>> parse_bandwidths(std::string_view text, std::string* why) {
     const auto fail = [&](std::string reason) -> std::optional<std::vector<bandwidth>> {
         if (why != nullptr) {
-            *why = std::move(reason) + " (expected limit:seconds[,limit:seconds...], e.g. 10:1,300:60)";
+            *why = std::move(reason) +
+                   " (expected limit:seconds[,limit:seconds...], e.g. 10:1,300:60)";
         }
         return std::nullopt;
     };

@@ -22,8 +22,8 @@ namespace starling::adapters::redis {
 
 namespace {
 
-constexpr std::int64_t max_period_seconds = std::numeric_limits<std::int64_t>::max() /
-                                            1'000'000'000;
+constexpr std::int64_t max_period_seconds =
+    std::numeric_limits<std::int64_t>::max() / 1'000'000'000;
 
 bool valid(const std::vector<bandwidth>& limits) {
     return !limits.empty() && std::all_of(limits.begin(), limits.end(), [](const bandwidth& b) {
@@ -264,8 +264,7 @@ result<std::unique_ptr<redis_shared_counters>> open_redis_shared_counters(
     return counters;
 }
 
-redis_shared_counters::redis_shared_counters(const redis_counters_config& config,
-                                             const clock& clk)
+redis_shared_counters::redis_shared_counters(const redis_counters_config& config, const clock& clk)
     : config_(config), clock_(clk), worker_(std::make_unique<worker>(config_)) {}
 
 redis_shared_counters::~redis_shared_counters() { stop(); }
@@ -274,8 +273,7 @@ void redis_shared_counters::stop() { worker_->stop(); }
 
 bool redis_shared_counters::healthy() const { return worker_->connected(); }
 
-void redis_shared_counters::add(std::string key, std::int64_t delta,
-                                callback<std::int64_t> done) {
+void redis_shared_counters::add(std::string key, std::int64_t delta, callback<std::int64_t> done) {
     worker_->post([key = config_.key_prefix + key, delta, done = std::move(done)](
                       worker* w, std::error_code ec) mutable {
         if (w == nullptr) {
@@ -332,16 +330,16 @@ void redis_shared_counters::bucket_call(std::string key, const std::vector<bandw
         args.push_back(std::to_string(b.capacity));
         args.push_back(std::to_string(b.period_seconds));
     }
-    worker_->post([args = std::move(args), done = std::move(done)](worker* w,
-                                                                   std::error_code ec) mutable {
-        if (w == nullptr) {
-            done(ec);
-            return;
-        }
-        std::vector<std::string_view> argv(args.begin(), args.end());
-        auto reply = w->eval_bucket(argv, 1);
-        done(reply ? integer_of(**reply) : result<std::int64_t>(reply.error()));
-    });
+    worker_->post(
+        [args = std::move(args), done = std::move(done)](worker* w, std::error_code ec) mutable {
+            if (w == nullptr) {
+                done(ec);
+                return;
+            }
+            std::vector<std::string_view> argv(args.begin(), args.end());
+            auto reply = w->eval_bucket(argv, 1);
+            done(reply ? integer_of(**reply) : result<std::int64_t>(reply.error()));
+        });
 }
 
 }  // namespace starling::adapters::redis

@@ -16,8 +16,7 @@ namespace {
 
 using adapters::redis::open_redis_shared_counters;
 
-std::int64_t consume_on(shared_counters& c, const std::vector<bandwidth>& limits,
-                        std::int64_t n) {
+std::int64_t consume_on(shared_counters& c, const std::vector<bandwidth>& limits, std::int64_t n) {
     auto r = await<result<std::int64_t>>(
         [&](auto done) { c.try_consume("bucket", limits, n, std::move(done)); });
     EXPECT_TRUE(r) << r.error().message();
