@@ -19,6 +19,8 @@ namespace starling {
 struct bandwidth {
     std::int64_t capacity = 0;
     std::int64_t period_seconds = 1;
+
+    friend bool operator==(const bandwidth&, const bandwidth&) = default;
 };
 
 class shared_counters {

@@ -2,10 +2,12 @@
 
 #include "adapters/embedded/device_inbox.h"
 #include "adapters/embedded/message_log.h"
+#include "adapters/embedded/shared_counters.h"
 #include "adapters/embedded/sqlite_metadata_store.h"
 #include "adapters/kafka/kafka_message_log.h"
 #include "adapters/postgres/postgres_metadata_store.h"
 #include "adapters/redis/redis_device_inbox.h"
+#include "adapters/redis/redis_shared_counters.h"
 #include "app/security.h"
 #include "broker/mqtt_connection.h"
 #include "broker/node.h"
@@ -68,6 +70,16 @@ broker::settings broker_settings(const config::broker_config& c) {
     s.msg_all_partitions = static_cast<std::int32_t>(c.queue.kafka.msg_all.partitions);
     s.msg_all_retention_ms = c.queue.kafka.msg_all.retention.count();
     s.app_msg_retention_ms = c.queue.kafka.application_persisted_msg.retention.count();
+    const auto& limits = c.mqtt.rate_limits;
+    if (limits.incoming_publish.enabled) {
+        s.incoming_publish_limit = limits.incoming_publish.config;
+    }
+    if (limits.outgoing_publish.enabled) {
+        s.outgoing_publish_limit = limits.outgoing_publish.config;
+    }
+    if (limits.device_persisted_messages.enabled) {
+        s.device_persisted_limit = limits.device_persisted_messages.config;
+    }
     s.app_msg_retention_bytes = c.queue.kafka.application_persisted_msg.retention_bytes;
     s.app_shared_partitions = c.queue.kafka.application_persisted_msg.shared_topic_partitions;
     s.app_shared_retention_ms =
@@ -218,6 +230,8 @@ struct daemon::parts {
     std::unique_ptr<adapters::postgres::postgres_metadata_store> postgres_metadata;
     device_inbox* inbox_port = nullptr;
     metadata_store* metadata_port = nullptr;
+    // Cluster-wide rate-limit buckets: in process (embedded) or in Redis (cluster).
+    std::unique_ptr<shared_counters> counters;
     // Outlives the security parts: the JWT and HTTP providers hold its executor.
     std::unique_ptr<net::io_pool> io;
     security_parts security;  // outlives the node: its timers may hold the authenticator
@@ -300,6 +314,7 @@ void daemon::start() {
     p.node = std::make_unique<broker::node>(broker_settings(cfg_), *p.log_port, *p.inbox_port,
                                             *p.metadata_port, p.metrics,
                                             cfg_.actors.client.dispatcher_pool_size);
+    p.node->core().set_shared_counters(p.counters.get());
     p.node->start();
 
     // Authentication: credentials upserted, providers and blocked clients ready before any
@@ -451,6 +466,7 @@ void daemon::stop() {
         p.io->stop();
     }
     p.node.reset();
+    p.counters.reset();  // after every consumer that charges it stopped
     if (p.log) {
         p.log->stop();
     }
@@ -496,6 +512,8 @@ void daemon::open_embedded_stores() {
     }
     p.metadata = std::move(metadata.value());
     p.metadata_port = p.metadata.get();
+    p.counters =
+        std::make_unique<adapters::embedded::embedded_shared_counters>(system_clock::instance());
 }
 
 // Cluster mode: persistent DEVICE inboxes in Redis (shared by every node, so a device may
@@ -526,6 +544,26 @@ void daemon::open_cluster_stores() {
     }
     p.redis_inbox = std::move(inbox.value());
     p.inbox_port = p.redis_inbox.get();
+
+    // Cluster-wide rate-limit buckets (rate-limits.device-persisted-messages): the same Redis,
+    // its own connection so a busy inbox never delays a limit check.
+    adapters::redis::redis_counters_config counters_cfg;
+    counters_cfg.host = redis_cfg.host;
+    counters_cfg.port = redis_cfg.port;
+    counters_cfg.db = redis_cfg.db;
+    counters_cfg.username = redis_cfg.username;
+    counters_cfg.password = redis_cfg.password;
+    counters_cfg.connect_timeout = redis_cfg.connect_timeout;
+    counters_cfg.command_timeout = redis_cfg.command_timeout;
+    counters_cfg.key_prefix = redis_cfg.key_prefix;
+    auto counters =
+        adapters::redis::open_redis_shared_counters(counters_cfg, system_clock::instance());
+    if (!counters) {
+        throw std::runtime_error("redis.standalone: cannot use Redis at " + redis_cfg.host + ":" +
+                                 std::to_string(redis_cfg.port) + ": " +
+                                 counters.error().message());
+    }
+    p.counters = std::move(counters.value());
 
     auto metadata = adapters::postgres::open_postgres_metadata_store(cfg_.spring.datasource,
                                                                      system_clock::instance());

@@ -27,6 +27,7 @@
 #include "starling/device_inbox.h"
 #include "starling/message_log.h"
 #include "starling/metadata_store.h"
+#include "starling/shared_counters.h"
 
 #include <atomic>
 #include <functional>
@@ -92,6 +93,12 @@ class broker_core {
         blocked_ = blocked;
     }
     auth::authenticator* authenticator() const { return authenticator_; }
+
+    // Shared counters (cluster-wide rate limits; Redis in cluster mode, in-process when
+    // embedded), built by the daemon. Set before start and never changed; null = the
+    // cluster-wide limits are off (unit tests).
+    void set_shared_counters(starling::shared_counters* counters) { shared_counters_ = counters; }
+    starling::shared_counters* shared_counters() const { return shared_counters_; }
     const auth::blocked_clients* blocked() const { return blocked_; }
 
     // Cluster mode: the node's session coordinator (CONNECT requests, disconnect and session-end
@@ -154,6 +161,7 @@ class broker_core {
     subscriptions_barrier subscriptions_barrier_;
     auth::authenticator* authenticator_ = nullptr;
     const auth::blocked_clients* blocked_ = nullptr;
+    starling::shared_counters* shared_counters_ = nullptr;
     session_coordinator* coordinator_ = nullptr;
 };
 

@@ -5,6 +5,7 @@
 #include "broker/session_coordinator.h"
 #include "mqtt/encoder.h"
 #include "mqtt/topic.h"
+#include "ratelimit/bandwidth_spec.h"
 
 #include "proto/starling.pb.h"
 #include <spdlog/spdlog.h>
@@ -774,6 +775,29 @@ void client_actor::on_publish(mqtt::publish&& p) {
         return;
     }
 
+    if (!incoming_allowed()) {
+        // Over the publisher's incoming rate limit: dropped and counted, never acknowledged as
+        // accepted. As TBMQ: v5 QoS 1/2 get PUBACK/PUBREC 0x97 (Quota exceeded; 0x96 is not
+        // allowed there), v5 QoS 0 nothing; v3 has no negative acknowledgement, so the client
+        // is disconnected.
+        core_.probe().message_dropped(metrics::drop_reason::incoming_rate);
+        if (!c.v5()) {
+            disconnect_with(mqtt::reason_code::message_rate_too_high,
+                            "over the incoming publish rate limit");
+            return;
+        }
+        if (p.qos == mqtt::qos::at_most_once) {
+            return;
+        }
+        pending_acks_.push_back(pending_ack{.seq = 0,
+                                            .packet_id = p.packet_id,
+                                            .qos = p.qos,
+                                            .done = true,
+                                            .code = mqtt::reason_code::quota_exceeded});
+        flush_acks();
+        return;
+    }
+
     if (c.rules && !c.rules->may_publish(p.topic)) {
         // Authorization: the message is dropped and counted. v5 tells the client (PUBACK /
         // PUBREC 0x87); v3 has no way to, so QoS 1/2 are still acknowledged as if accepted —
@@ -996,7 +1020,51 @@ void client_actor::on_deliver(delivery&& d) {
         core_.probe().message_dropped(metrics::drop_reason::non_writable);
         return;
     }
+    // Only QoS 0 copies count against the outgoing limit: dropping a QoS 1/2 copy would break
+    // its delivery guarantee (TBMQ's checkOutgoingLimits does the same).
+    if (d.qos == mqtt::qos::at_most_once && !outgoing_allowed()) {
+        core_.probe().message_dropped(metrics::drop_reason::outgoing_rate);
+        return;
+    }
     deliver_now(std::move(d));
+}
+
+bool client_actor::incoming_allowed() {
+    const auto& limit = core_.cfg().incoming_publish_limit;
+    if (limit.empty()) {
+        return true;
+    }
+    const auto now = core_.clock().steady_now();
+    if (!incoming_limit_) {
+        incoming_limit_.emplace(limit, now);
+    }
+    const bool ok = incoming_limit_->try_acquire(now);
+    if (!ok && !incoming_throttled_) {
+        spdlog::debug(
+            "client {}: over the incoming publish rate limit {}; dropping its PUBLISH "
+            "packets until it slows down",
+            client_id_, ratelimit::to_string(limit));
+    }
+    incoming_throttled_ = !ok;
+    return ok;
+}
+
+bool client_actor::outgoing_allowed() {
+    const auto& limit = core_.cfg().outgoing_publish_limit;
+    if (limit.empty()) {
+        return true;
+    }
+    const auto now = core_.clock().steady_now();
+    if (!outgoing_limit_) {
+        outgoing_limit_.emplace(limit, now);
+    }
+    const bool ok = outgoing_limit_->try_acquire(now);
+    if (!ok && !outgoing_throttled_) {
+        spdlog::debug("client {}: over the outgoing publish rate limit {}; dropping QoS 0 copies",
+                      client_id_, ratelimit::to_string(limit));
+    }
+    outgoing_throttled_ = !ok;
+    return ok;
 }
 
 void client_actor::deliver_now(delivery&& d, bool bounded) {

@@ -29,6 +29,7 @@
 #include "broker/message.h"
 #include "mqtt/packet.h"
 #include "mqtt/protocol_version.h"
+#include "ratelimit/token_bucket.h"
 #include "starling/device_inbox.h"
 
 #include <atomic>
@@ -303,6 +304,17 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     client_type type_ = client_type::device;
     client_type app_previous_type_ = client_type::device;
     std::unique_ptr<application_session> app_;
+
+    // Rate limits (settings::incoming_publish_limit / outgoing_publish_limit), built on first
+    // use and touched only on this actor's turns. They live as long as the actor, so a quick
+    // reconnect does not hand a flooding client a fresh budget. The flags log one line per
+    // streak of drops instead of one per message.
+    bool incoming_allowed();
+    bool outgoing_allowed();
+    std::optional<ratelimit::token_bucket> incoming_limit_;
+    std::optional<ratelimit::token_bucket> outgoing_limit_;
+    bool incoming_throttled_ = false;
+    bool outgoing_throttled_ = false;
 };
 
 }  // namespace starling::broker

@@ -3,6 +3,7 @@
 #include "broker/batch_offsets.h"
 #include "broker/broker_core.h"
 #include "broker/client_actor.h"
+#include "ratelimit/bandwidth_spec.h"
 
 #include "proto/starling.pb.h"
 #include <spdlog/spdlog.h>
@@ -19,7 +20,8 @@ persisted_consumer::persisted_consumer(broker_core& core)
           core, options{.topic = core.topics().msg_persisted(),
                         .group_id = core.topics().group("device-persisted-msg-consumer-group"),
                         .consumers = core.cfg().msg_persisted_consumers,
-                        .forward = core.cfg().cluster}) {}
+                        .forward = core.cfg().cluster,
+                        .device_limit = true}) {}
 
 persisted_consumer::persisted_consumer(broker_core& core, options opts)
     : core_(core), opts_(std::move(opts)) {}
@@ -28,6 +30,17 @@ persisted_consumer::~persisted_consumer() { stop(); }
 
 status persisted_consumer::start() {
     const auto& cfg = core_.cfg();
+    // Here, not in the constructor: the daemon sets the shared counters after building the node.
+    if (opts_.device_limit && !cfg.device_persisted_limit.empty() &&
+        core_.shared_counters() != nullptr) {
+        // TBMQ's Redis key. The timeout bounds how long a batch waits on an unreachable store
+        // before its copies are let through.
+        device_limit_ = std::make_unique<ratelimit::shared_limit>(
+            *core_.shared_counters(), "devicePersistedMsgsLimit::bucket",
+            cfg.device_persisted_limit, std::chrono::milliseconds(1000));
+        spdlog::info("{}: device-persisted-messages limit {} (cluster-wide)", opts_.topic,
+                     ratelimit::to_string(cfg.device_persisted_limit));
+    }
     running_.store(true);
     for (std::int32_t i = 0; i < opts_.consumers; ++i) {
         consumer_spec spec;
@@ -107,7 +120,48 @@ bool is_inbox_signal(const log_record& rec) {
 
 }  // namespace
 
+const log_record* persisted_consumer::over_device_limit(const std::vector<log_record>& records) {
+    if (!device_limit_) {
+        return nullptr;
+    }
+    std::vector<const log_record*> copies;
+    for (const auto& rec : records) {
+        if (!is_inbox_signal(rec)) {
+            copies.push_back(&rec);
+        }
+    }
+    const auto g = device_limit_->acquire(static_cast<std::int64_t>(copies.size()));
+    if (g.failed_open) {
+        core_.probe().rate_limit_store_failed();
+        // One warning per outage, not per batch: it is cleared by the next answered call.
+        if (!store_failure_logged_.exchange(true)) {
+            spdlog::warn(
+                "{}: device-persisted-messages limit store unreachable ({}); letting "
+                "copies through until it answers",
+                opts_.topic, g.error.message());
+        }
+    } else if (store_failure_logged_.exchange(false)) {
+        spdlog::info("{}: device-persisted-messages limit store answers again", opts_.topic);
+    }
+    const auto granted = static_cast<std::size_t>(std::max<std::int64_t>(g.granted, 0));
+    if (granted >= copies.size()) {
+        return nullptr;
+    }
+    const auto over = copies.size() - granted;
+    core_.probe().message_dropped(metrics::drop_reason::device_persisted_limit, over);
+    spdlog::debug("{}: {} of {} copies over the device-persisted-messages limit {}, dropped",
+                  opts_.topic, over, copies.size(), ratelimit::to_string(device_limit_->limits()));
+    return copies[granted];
+}
+
 bool persisted_consumer::write_batch(std::vector<log_record>& records) {
+    // Copies over the cluster-wide device-persisted-messages limit are neither appended nor
+    // forwarded; they still commit with the batch (dropped, counted).
+    // The batch's last copies are the ones dropped: every copy from the first limited on.
+    const log_record* first_limited = over_device_limit(records);
+    const auto is_limited = [&](const log_record& rec) {
+        return first_limited != nullptr && &rec >= first_limited && !is_inbox_signal(rec);
+    };
     // Copies of sessions that live on another node: with node-local inboxes they go there (the
     // owner appends them); with a shared inbox this consumer appends them and only tells the
     // owner. A connected local actor wins over the mirror (its session record may still be in
@@ -117,6 +171,9 @@ bool persisted_consumer::write_batch(std::vector<log_record>& records) {
     if (opts_.forward) {
         const auto& self = core_.cfg().node_id;
         for (auto& rec : records) {
+            if (is_limited(rec)) {
+                continue;
+            }
             auto session = core_.sessions().find_session(rec.key);
             if (!session || session->node_id.empty() || session->node_id == self) {
                 continue;
@@ -135,6 +192,9 @@ bool persisted_consumer::write_batch(std::vector<log_record>& records) {
     for (auto& rec : records) {
         if (is_inbox_signal(rec)) {
             signalled.push_back(rec.key);
+            continue;
+        }
+        if (is_limited(rec)) {
             continue;
         }
         auto remote_it = std::find_if(remote.begin(), remote.end(),

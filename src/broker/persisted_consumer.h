@@ -17,9 +17,17 @@
 //     of this class (on its downlink topic, `forward` off) appends it to its own inbox.
 // The batch commits once the forwards were acknowledged too.
 //
+// rate-limits.device-persisted-messages: the msg.persisted consumers (not the downlink ones,
+// which receive copies already charged) take one token per copy of a polled batch from the
+// cluster-wide bucket before anything is appended or forwarded; copies beyond the tokens
+// granted are dropped (droppedMsgs reason device_persisted_limit), the batch's last ones
+// first. Store unreachable: every copy passes (shared_limit fails open), counted in
+// rateLimitStoreErrors_total. A batch re-read after an inbox failure is charged again.
+//
 // Threads: its own consumer threads (queue.device-persisted-msg.consumers-count).
 
 #include "base/result.h"
+#include "ratelimit/shared_limit.h"
 #include "starling/message_log.h"
 
 #include <atomic>
@@ -40,7 +48,8 @@ class persisted_consumer {
         std::string group_id;  // consumer group
         std::int32_t consumers = 1;
         std::string instance_name = "persisted";  // static member ids "<node>-<name>-<i>"
-        bool forward = false;  // forward copies of sessions on other nodes (cluster mode)
+        bool forward = false;       // forward copies of sessions on other nodes (cluster mode)
+        bool device_limit = false;  // charge rate-limits.device-persisted-messages
     };
     // The msg.persisted consumers (group device-persisted-msg-consumer-group, forwarding in
     // cluster mode).
@@ -54,12 +63,17 @@ class persisted_consumer {
   private:
     void run(std::size_t index, log_consumer* consumer);
     bool write_batch(std::vector<log_record>& records);
+    // Charges the batch's copies to the device-persisted-messages limit; returns the first copy
+    // over it (every later copy is over it too), null when all passed or the limit is off.
+    const log_record* over_device_limit(const std::vector<log_record>& records);
     // Produces each record (or, signal_only, an empty record with the inbox-signal header) to
     // its owner node's downlink topic; true when all were acknowledged.
     bool forward(const std::vector<std::pair<log_record*, std::string>>& records, bool signal_only);
 
     broker_core& core_;
     options opts_;
+    std::unique_ptr<ratelimit::shared_limit> device_limit_;  // null: limit off
+    std::atomic<bool> store_failure_logged_{false};
     std::atomic<bool> running_{false};
     std::vector<std::unique_ptr<log_consumer>> consumers_;
     std::vector<std::thread> threads_;

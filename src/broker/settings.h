@@ -3,9 +3,12 @@
 // broker::settings: the MQTT-behaviour knobs the broker core reads, filled by the composition
 // root from the configuration (src/config) so the core does not depend on the YAML layout.
 
+#include "starling/shared_counters.h"
+
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace starling::broker {
 
@@ -72,6 +75,13 @@ struct settings {
     // handler's reply before it is refused with CONNACK 0x88 (v3: 0x03).
     std::int32_t session_event_partitions = 24;
     std::chrono::milliseconds session_request_timeout{30000};
+
+    // Rate limits (mqtt.rate-limits.*, docs/backpressure.md); empty = off. Per publisher and
+    // per QoS 0 subscriber (node-local, in the client actor), and one cluster-wide bucket for
+    // copies written to persistent DEVICE inboxes (broker_core::shared_counters).
+    std::vector<bandwidth> incoming_publish_limit;
+    std::vector<bandwidth> outgoing_publish_limit;
+    std::vector<bandwidth> device_persisted_limit;
 };
 
 }  // namespace starling::broker

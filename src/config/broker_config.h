@@ -17,6 +17,7 @@
 // configuration with every default applied. Every struct compares with == (member-wise).
 
 #include "config/postgres_metadata_config.h"
+#include "starling/shared_counters.h"
 
 #include <chrono>
 #include <cstdint>
@@ -368,6 +369,24 @@ struct persistent_session_section {
                            const persistent_session_section&) = default;
 };
 
+// mqtt.rate-limits.*: TBMQ's rate limits, each a list of "limit:seconds" windows that must all
+// hold (src/ratelimit/bandwidth_spec.h, docs/backpressure.md). Per-client limits are
+// node-local; device-persisted-messages is one bucket for the whole cluster.
+struct rate_limit_section {
+    bool enabled{};
+    std::vector<bandwidth> config;  // never empty after loading
+
+    friend bool operator==(const rate_limit_section&, const rate_limit_section&) = default;
+};
+
+struct rate_limits_section {
+    rate_limit_section incoming_publish;           // per publisher
+    rate_limit_section outgoing_publish;           // per subscriber, QoS 0 copies only
+    rate_limit_section device_persisted_messages;  // cluster-wide, persistent DEVICE inboxes
+
+    friend bool operator==(const rate_limits_section&, const rate_limits_section&) = default;
+};
+
 struct mqtt_section {
     std::uint16_t max_in_flight_msgs{};
     keep_alive_section keep_alive;
@@ -380,6 +399,7 @@ struct mqtt_section {
     std::string response_info;
     bool retain_available{};
     std::uint8_t max_qos{};
+    rate_limits_section rate_limits;
 
     friend bool operator==(const mqtt_section&, const mqtt_section&) = default;
 };

@@ -2,6 +2,7 @@
 
 #include "base/assert.h"
 #include "config/datasource_url.h"
+#include "ratelimit/bandwidth_spec.h"
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
@@ -526,6 +527,19 @@ binding properties(key_info info, Access access) {
             }};
 }
 
+// A "limit:seconds[,limit:seconds...]" rate-limit value (src/ratelimit/bandwidth_spec.h).
+template <class Access>
+binding bandwidths(key_info info, Access access) {
+    return {info, [access](broker_config& config, const raw_value& value) {
+                std::string why;
+                auto parsed = ratelimit::parse_bandwidths(value.text, &why);
+                if (!parsed) {
+                    reject(value, why);
+                }
+                access(config) = std::move(*parsed);
+            }};
+}
+
 std::optional<std::string> kafka_acks(std::string_view text) {
     if (text == "0" || text == "1" || text == "all" || text == "-1") {
         return std::nullopt;
@@ -911,6 +925,24 @@ const std::vector<binding>& bindings() {
         boolean({"mqtt.retain-available", "MQTT_RETAIN_AVAILABLE", "true"},
                 FIELD(mqtt.retain_available)),
         integer({"mqtt.max-qos", "MQTT_MAX_QOS", "2"}, FIELD(mqtt.max_qos), {.min = 0, .max = 2}),
+        boolean({"mqtt.rate-limits.incoming-publish.enabled", "MQTT_INCOMING_RATE_LIMITS_ENABLED",
+                 "false"},
+                FIELD(mqtt.rate_limits.incoming_publish.enabled)),
+        bandwidths({"mqtt.rate-limits.incoming-publish.client-config",
+                    "MQTT_INCOMING_RATE_LIMITS_CLIENT_CONFIG", "10:1,300:60"},
+                   FIELD(mqtt.rate_limits.incoming_publish.config)),
+        boolean({"mqtt.rate-limits.outgoing-publish.enabled", "MQTT_OUTGOING_RATE_LIMITS_ENABLED",
+                 "false"},
+                FIELD(mqtt.rate_limits.outgoing_publish.enabled)),
+        bandwidths({"mqtt.rate-limits.outgoing-publish.client-config",
+                    "MQTT_OUTGOING_RATE_LIMITS_CLIENT_CONFIG", "10:1,300:60"},
+                   FIELD(mqtt.rate_limits.outgoing_publish.config)),
+        boolean({"mqtt.rate-limits.device-persisted-messages.enabled",
+                 "MQTT_DEVICE_PERSISTED_MSGS_RATE_LIMITS_ENABLED", "false"},
+                FIELD(mqtt.rate_limits.device_persisted_messages.enabled)),
+        bandwidths({"mqtt.rate-limits.device-persisted-messages.config",
+                    "MQTT_DEVICE_PERSISTED_MSGS_RATE_LIMITS_CONFIG", "100:1,1000:60"},
+                   FIELD(mqtt.rate_limits.device_persisted_messages.config)),
         // --- security
         boolean({"security.mqtt.allow-anonymous", "SECURITY_MQTT_ALLOW_ANONYMOUS", "false"},
                 FIELD(security.mqtt.allow_anonymous)),

@@ -66,7 +66,17 @@ broker_probe::broker_probe(prometheus::Registry& registry)
                  "in time")
              .Register(registry)
              .Add({});
+    rate_limit_store_errors_ =
+        &prometheus::BuildCounter()
+             .Name("rateLimitStoreErrors_total")
+             .Help(
+                 "Calls to a cluster-wide rate-limit bucket that failed (store unreachable); "
+                 "the copies they covered were let through")
+             .Register(registry)
+             .Add({});
 }
+
+void broker_probe::rate_limit_store_failed() { rate_limit_store_errors_->Increment(); }
 
 void broker_probe::session_request_timed_out() { session_request_timeouts_->Increment(); }
 

@@ -59,6 +59,9 @@ class broker_probe {
     void non_writable_clients(std::int64_t delta);                      // nonWritableClients
     // Cluster: a CONNECT got no session-event reply in time (clusterSessionRequestTimeouts_total).
     void session_request_timed_out();
+    // A cluster-wide rate-limit bucket could not be reached and the copies were let through
+    // (fail open; rateLimitStoreErrors_total).
+    void rate_limit_store_failed();
 
   private:
     prometheus::Gauge& connected_;
@@ -71,6 +74,7 @@ class broker_probe {
     std::array<prometheus::Counter*, 3> sent_{};
     std::array<prometheus::Counter*, drop_reason_count> dropped_{};
     prometheus::Counter* session_request_timeouts_ = nullptr;
+    prometheus::Counter* rate_limit_store_errors_ = nullptr;
 };
 
 }  // namespace starling::metrics

@@ -5,6 +5,7 @@
 
 #include "adapters/embedded/device_inbox.h"
 #include "adapters/embedded/message_log.h"
+#include "adapters/embedded/shared_counters.h"
 #include "adapters/embedded/sqlite_metadata_store.h"
 #include "broker/node.h"
 #include "metrics/registry.h"
@@ -20,6 +21,7 @@
 #include <future>
 #include <mutex>
 #include <set>
+#include <thread>
 
 namespace starling::broker {
 namespace {
@@ -128,7 +130,11 @@ class broker_fixture : public ::testing::Test {
         s.named_actor_grace = named_actor_grace_;
         s.max_in_flight = max_in_flight_;
         s.outbound_queue_limit = outbound_queue_limit_;
+        s.incoming_publish_limit = incoming_limit_;
+        s.outgoing_publish_limit = outgoing_limit_;
+        s.device_persisted_limit = device_persisted_limit_;
         node_ = std::make_unique<node>(s, *log_, *inbox_, *metadata_, metrics_, 2);
+        node_->core().set_shared_counters(&counters_);
         node_->start();
     }
 
@@ -202,6 +208,11 @@ class broker_fixture : public ::testing::Test {
     std::chrono::seconds named_actor_grace_{60};
     std::uint16_t max_in_flight_ = 1000;
     std::size_t outbound_queue_limit_ = 10000;
+    // Rate limits (settings::*_limit); empty = off.
+    std::vector<bandwidth> incoming_limit_;
+    std::vector<bandwidth> outgoing_limit_;
+    std::vector<bandwidth> device_persisted_limit_;
+    adapters::embedded::embedded_shared_counters counters_{system_clock::instance()};
     // Topic rules the next connect() hands to the actor (what authentication decided).
     std::shared_ptr<const auth::topic_rules> next_rules_;
 
@@ -212,9 +223,10 @@ class broker_fixture : public ::testing::Test {
         r->subscribe.emplace_back(subscribe);
         return r;
     }
-    double dropped_not_authorized() {
+    double dropped_not_authorized() { return dropped("not_authorized"); }
+    double dropped(const std::string& reason) {
         const auto text = metrics_.serialize();
-        const std::string key = "droppedMsgs_total{reason=\"not_authorized\"} ";
+        const std::string key = "droppedMsgs_total{reason=\"" + reason + "\"} ";
         const auto at = text.find(key);
         return at == std::string::npos ? -1 : std::stod(text.substr(at + key.size()));
     }
@@ -564,6 +576,132 @@ TEST_F(broker_fixture, subscribe_to_a_denied_filter_gets_its_failure_code) {
                                            : mqtt::reason_code::unspecified_error);
         EXPECT_EQ(ack.reason_codes[1], mqtt::reason_code::granted_qos_1);
     }
+}
+
+}  // namespace
+}  // namespace starling::broker
+
+// Rate limits (mqtt.rate-limits.*). The long windows (a few tokens per hour) refill nothing
+// while a test runs, so the counts below follow from the configured limits alone; refill
+// timing is covered with an injected clock in tests/unit/ratelimit/.
+namespace starling::broker {
+namespace {
+
+class broker_fixture_rate_limits : public broker_fixture {
+  protected:
+    void SetUp() override {
+        incoming_limit_ = {{1000, 1}, {3, 3600}};  // the second window is the one that binds
+        outgoing_limit_ = {{1000, 1}, {2, 3600}};
+        device_persisted_limit_ = {{1000, 1}, {3, 3600}};
+        broker_fixture::SetUp();
+    }
+
+    mqtt::publish message(const std::string& topic, int i, mqtt::qos qos) {
+        return mqtt::publish{.topic = topic,
+                             .payload = std::to_string(i),
+                             .qos = qos,
+                             .packet_id = static_cast<std::uint16_t>(i + 1),
+                             .properties = {}};
+    }
+
+    // Polls the metric (it moves on consumer threads) until it reaches `want`, bounded.
+    bool dropped_reaches(const std::string& reason, double want) {
+        const auto deadline = std::chrono::steady_clock::now() + 5s;
+        while (std::chrono::steady_clock::now() < deadline) {
+            if (dropped(reason) >= want) {
+                return dropped(reason) == want;
+            }
+            std::this_thread::sleep_for(10ms);  // polling a condition with a deadline
+        }
+        return false;
+    }
+};
+
+TEST_F(broker_fixture_rate_limits, v5_publish_over_the_incoming_limit_gets_0x97_and_is_dropped) {
+    auto sub = connect("watch", true);
+    subscribe("watch", *sub, "in/#", mqtt::qos::at_least_once);
+    auto pub = connect("flood", true);
+    for (int i = 0; i < 5; ++i) {
+        send("flood", *pub, message("in/t", i, mqtt::qos::at_least_once));
+        const auto ack = pub->expect<mqtt::puback>();
+        EXPECT_EQ(ack.packet_id, i + 1);
+        EXPECT_EQ(ack.reason_code,
+                  i < 3 ? mqtt::reason_code::success : mqtt::reason_code::quota_exceeded)
+            << i;
+    }
+    send("flood", *pub, message("in/t", 5, mqtt::qos::exactly_once));
+    EXPECT_EQ(pub->expect<mqtt::pubrec>().reason_code, mqtt::reason_code::quota_exceeded);
+    send("flood", *pub, message("in/t", 6, mqtt::qos::at_most_once));  // silently dropped
+    for (int i = 0; i < 3; ++i) {
+        auto msg = sub->expect<mqtt::publish>();
+        EXPECT_EQ(msg.payload, std::to_string(i));
+        send("watch", *sub, mqtt::puback{msg.packet_id, mqtt::reason_code::success, {}});
+    }
+    EXPECT_FALSE(sub->next(300ms)) << "a dropped PUBLISH reached the log";
+    EXPECT_EQ(dropped("incoming_rate"), 4);
+    // The limit is per publisher: another client still has its own budget.
+    auto other = connect("calm", true);
+    send("calm", *other, message("in/t", 0, mqtt::qos::at_least_once));
+    EXPECT_EQ(other->expect<mqtt::puback>().reason_code, mqtt::reason_code::success);
+}
+
+TEST_F(broker_fixture_rate_limits, v3_publisher_over_the_incoming_limit_is_disconnected) {
+    auto pub = connect("flood3", true, mqtt::protocol_version::v3_1_1);
+    for (int i = 0; i < 3; ++i) {
+        send("flood3", *pub, message("in3/t", i, mqtt::qos::at_least_once));
+        EXPECT_EQ(pub->expect<mqtt::puback>().packet_id, i + 1);
+    }
+    // v3 has no negative PUBACK: never acknowledge what was dropped, close instead.
+    send("flood3", *pub, message("in3/t", 3, mqtt::qos::at_least_once));
+    EXPECT_TRUE(pub->wait_closed());
+    EXPECT_FALSE(pub->next(100ms)) << "no PUBACK for the dropped message";
+    EXPECT_EQ(dropped("incoming_rate"), 1);
+}
+
+TEST_F(broker_fixture_rate_limits, outgoing_limit_drops_only_qos0_copies) {
+    auto zero = connect("sub0", true);
+    subscribe("sub0", *zero, "out/#", mqtt::qos::at_most_once);
+    auto one = connect("sub1", true);
+    subscribe("sub1", *one, "out/#", mqtt::qos::at_least_once);
+    auto pub = connect("pub", true);
+    // Three QoS 1 publishes (within the publisher's incoming limit of 3).
+    for (int i = 0; i < 3; ++i) {
+        send("pub", *pub, message("out/t", i, mqtt::qos::at_least_once));
+        EXPECT_EQ(pub->expect<mqtt::puback>().reason_code, mqtt::reason_code::success);
+    }
+    // The QoS 1 subscriber is never limited.
+    for (int i = 0; i < 3; ++i) {
+        auto msg = one->expect<mqtt::publish>();
+        EXPECT_EQ(msg.payload, std::to_string(i));
+        send("sub1", *one, mqtt::puback{msg.packet_id, mqtt::reason_code::success, {}});
+    }
+    // sub0 < sub1: the router told sub0's actor each copy before sub1's; after syncing with it
+    // every copy for sub0 was either sent or dropped.
+    sync_with(node_->core().actor_for("sub0"));
+    EXPECT_EQ(zero->expect<mqtt::publish>().payload, "0");
+    EXPECT_EQ(zero->expect<mqtt::publish>().payload, "1");
+    EXPECT_FALSE(zero->next(100ms)) << "a QoS 0 copy over the outgoing limit was sent";
+    EXPECT_EQ(dropped("outgoing_rate"), 1);
+}
+
+TEST_F(broker_fixture_rate_limits, copies_over_the_device_persisted_limit_are_dropped) {
+    auto dev = connect("device", false, mqtt::protocol_version::v5, 3600);
+    subscribe("device", *dev, "dev/#", mqtt::qos::at_least_once);
+    // Two publishers (the incoming limit is per publisher): six copies for the device inbox.
+    for (const std::string id : {"p1", "p2"}) {
+        auto pub = connect(id, true);
+        for (int i = 0; i < 3; ++i) {
+            send(id, *pub, message("dev/" + id, i, mqtt::qos::at_least_once));
+            // Admission is not the device limit's business: every publish is accepted.
+            EXPECT_EQ(pub->expect<mqtt::puback>().reason_code, mqtt::reason_code::success);
+        }
+    }
+    ASSERT_TRUE(dropped_reaches("device_persisted_limit", 3));
+    for (int i = 0; i < 3; ++i) {
+        auto msg = dev->expect<mqtt::publish>();
+        send("device", *dev, mqtt::puback{msg.packet_id, mqtt::reason_code::success, {}});
+    }
+    EXPECT_FALSE(dev->next(300ms)) << "a copy over the device-persisted limit was delivered";
 }
 
 }  // namespace

@@ -773,3 +773,55 @@ TEST(config_redis, tbmq_environment_names_apply) {
 
 }  // namespace
 }  // namespace starling::config
+
+namespace starling::config {
+namespace {
+
+TEST(config_loader, rate_limits_default_off_with_tbmq_defaults) {
+    const auto c = parse_config("", with_env({}));
+    const auto& r = c.mqtt.rate_limits;
+    EXPECT_FALSE(r.incoming_publish.enabled);
+    EXPECT_FALSE(r.outgoing_publish.enabled);
+    EXPECT_FALSE(r.device_persisted_messages.enabled);
+    EXPECT_EQ(r.incoming_publish.config, (std::vector<bandwidth>{{10, 1}, {300, 60}}));
+    EXPECT_EQ(r.outgoing_publish.config, (std::vector<bandwidth>{{10, 1}, {300, 60}}));
+    EXPECT_EQ(r.device_persisted_messages.config, (std::vector<bandwidth>{{100, 1}, {1000, 60}}));
+}
+
+TEST(config_loader, rate_limits_from_tbmq_environment_variables) {
+    const auto c = parse_config(
+        "", with_env({{"MQTT_INCOMING_RATE_LIMITS_ENABLED", "true"},
+                      {"MQTT_INCOMING_RATE_LIMITS_CLIENT_CONFIG", "5:1"},
+                      {"MQTT_OUTGOING_RATE_LIMITS_ENABLED", "true"},
+                      {"MQTT_OUTGOING_RATE_LIMITS_CLIENT_CONFIG", "1:1, 20:60"},
+                      {"MQTT_DEVICE_PERSISTED_MSGS_RATE_LIMITS_ENABLED", "true"},
+                      {"MQTT_DEVICE_PERSISTED_MSGS_RATE_LIMITS_CONFIG", "7:2,50:3600"}}));
+    const auto& r = c.mqtt.rate_limits;
+    EXPECT_TRUE(r.incoming_publish.enabled);
+    EXPECT_EQ(r.incoming_publish.config, (std::vector<bandwidth>{{5, 1}}));
+    EXPECT_TRUE(r.outgoing_publish.enabled);
+    EXPECT_EQ(r.outgoing_publish.config, (std::vector<bandwidth>{{1, 1}, {20, 60}}));
+    EXPECT_TRUE(r.device_persisted_messages.enabled);
+    EXPECT_EQ(r.device_persisted_messages.config, (std::vector<bandwidth>{{7, 2}, {50, 3600}}));
+}
+
+TEST(config_loader, a_malformed_rate_limit_names_key_variable_and_format) {
+    try {
+        parse_config("", with_env({{"MQTT_INCOMING_RATE_LIMITS_CLIENT_CONFIG", "10:1,300"}}));
+        FAIL() << "a malformed rate limit must be rejected";
+    } catch (const config_error& e) {
+        EXPECT_EQ(e.key(), "mqtt.rate-limits.incoming-publish.client-config");
+        EXPECT_THAT(e.what(), HasSubstr("MQTT_INCOMING_RATE_LIMITS_CLIENT_CONFIG"));
+        EXPECT_THAT(e.what(), HasSubstr("limit:seconds"));
+    }
+    try {
+        parse_config("mqtt: {rate-limits: {device-persisted-messages: {config: '0:1'}}}",
+                     with_env({}));
+        FAIL() << "a zero limit must be rejected";
+    } catch (const config_error& e) {
+        EXPECT_EQ(e.key(), "mqtt.rate-limits.device-persisted-messages.config");
+    }
+}
+
+}  // namespace
+}  // namespace starling::config
