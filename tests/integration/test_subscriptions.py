@@ -33,7 +33,8 @@ def test_wildcard_matching(
     for t in misses + matches:  # misses first: any leak shows up before the matches
         pub.publish_and_wait(f"{root}/{t}", t, qos=1)
     got = [m.payload.decode() for m in sub.expect_messages(len(matches))]
-    assert got == matches
+    # Order holds per topic only (msg.all is partitioned by topic), so compare as multisets.
+    assert sorted(got) == sorted(matches)
     sub.expect_no_message(0.2)
 
 
