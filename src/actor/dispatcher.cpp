@@ -69,6 +69,9 @@ void dispatcher_core::stop() {
         dropped.swap(run_queue_);
         state_.store(state::stopped, std::memory_order_release);
     }
+    for (auto& work : dropped) {
+        work->discard_queued();  // no worker runs now; tells are refused while stopping
+    }
 }
 
 bool dispatcher_core::schedule(std::shared_ptr<schedulable> work) {

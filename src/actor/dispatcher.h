@@ -37,6 +37,10 @@ class schedulable {
   public:
     virtual ~schedulable() = default;
     virtual void run_turn() = 0;
+    // Called once by stop(), after the workers are joined, for work still queued: frees what
+    // the turn would have handled. A queued message may own its actor (a call that keeps the
+    // actor alive until it ran) while the actor owns the mailbox; left queued, that cycle leaks.
+    virtual void discard_queued() {}
 };
 
 // The shared part of a dispatcher. Mailboxes hold a shared_ptr to it, so a mailbox that outlives
@@ -100,10 +104,11 @@ class dispatcher_core {
 //
 // stop() lets each worker finish the turn it is running, then joins the threads. Mailboxes
 // still waiting on the run queue are *dropped*, not drained: their pending messages are never
-// handled and are destroyed with the mailbox. Draining cannot be bounded in general (actors that
-// keep telling each other would never let it finish), so an owner that needs a clean hand-off
-// sends its actors a stop control message and waits for their acknowledgement *before* stopping
-// the dispatcher. After stop() every tell() on its mailboxes returns false.
+// handled and are destroyed at once (not with the mailbox: a message may own the mailbox's
+// actor, and the actor the mailbox — that cycle would leak). Draining cannot be bounded in general
+// (actors that keep telling each other would never let it finish), so an owner that needs a clean
+// hand-off sends its actors a stop control message and waits for their acknowledgement *before*
+// stopping the dispatcher. After stop() every tell() on its mailboxes returns false.
 //
 // Ownership: the dispatcher owns its threads and run queue; mailboxes share the core, so the
 // dispatcher object may be destroyed before the last mailbox (which then refuses every tell).

@@ -186,9 +186,13 @@ class mailbox final : public detail::schedulable,
     void schedule_if_free() {
         bool expected = false;
         if (busy_.compare_exchange_strong(expected, true, std::memory_order_seq_cst)) {
-            // Refused only once the dispatcher is stopping: busy_ then stays set for good and
-            // the queued messages die with the mailbox, as documented on dispatcher.
-            core_->schedule(this->shared_from_this());
+            // Refused only once the dispatcher is stopping: busy_ then stays set for good (no
+            // turn will come) and this thread, owning the flag, frees the queued messages — a
+            // queued message may own the actor that owns this mailbox, a cycle otherwise.
+            auto self = this->shared_from_this();  // the actor may die with its messages
+            if (!core_->schedule(self)) {
+                discard_all();
+            }
         }
     }
 
@@ -241,6 +245,9 @@ class mailbox final : public detail::schedulable,
             schedule_if_free();  // yield: back of the run queue, behind other mailboxes
         }
     }
+
+    // The dispatcher stopped with this mailbox queued: its turn never comes.
+    void discard_queued() override { discard_all(); }
 
     void deliver(node* raw) {
         std::unique_ptr<node> owned(raw);

@@ -163,7 +163,8 @@ TEST(mailbox_concurrency, stop_finishes_the_running_turn_and_drops_the_rest) {
     stopper.join();
 
     EXPECT_EQ(handled, 5);  // the turn that was running completed; nothing else ran
-    EXPECT_EQ(box->depth(), 7U);
+    // The other 7 were freed unhandled (a queued message may own the mailbox's actor).
+    EXPECT_EQ(box->depth(), 0U);
     EXPECT_FALSE(box->tell(99));
     EXPECT_FALSE(pool.running());
 }
