@@ -12,7 +12,7 @@
 # stopped at the end.
 # Ends with one line "N passed, M failed, K skipped" summing every runner.
 #
-# Environment: STARLING_FUZZ_SECONDS (default 30 per target), STARLING_SKIP_TSAN=1,
+# Environment: STARLING_FUZZ_SECONDS (default 20 per target), STARLING_SKIP_TSAN=1,
 # STARLING_SKIP_FUZZ=1, STARLING_SKIP_DEPLOY=1 to shorten local runs.
 set -uo pipefail
 
@@ -71,7 +71,7 @@ fi
 
 if [[ "${STARLING_SKIP_FUZZ:-0}" != 1 ]]; then
     step "libFuzzer (clang), bounded time per target"
-    if bash scripts/fuzz.sh "${STARLING_FUZZ_SECONDS:-30}" "$results"; then :; else
+    if bash scripts/fuzz.sh "${STARLING_FUZZ_SECONDS:-20}" "$results"; then :; else
         failed_steps+=("fuzz")
     fi
 fi
