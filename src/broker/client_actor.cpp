@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <random>
 
 namespace starling::broker {
 
@@ -1170,6 +1171,13 @@ void client_actor::pump_inbox() {
     if (inflight_.size() >= window() || !writable_.load(std::memory_order_relaxed)) {
         return;  // resumes on acknowledgements or when the connection drains
     }
+    if (resume_backoff_) {
+        if (!inflight_.empty()) {
+            return;  // on_resume_backoff() or the last acknowledgement resumes it
+        }
+        end_resume_backoff();
+        inbox_dirty_ = true;
+    }
     inbox_reading_ = true;
     inbox_dirty_ = false;
     const std::uint64_t channel_id = conn_->id;
@@ -1500,11 +1508,82 @@ void client_actor::on_writability(const client_msg::writability& w) {
     if (was != w.writable) {
         core_.probe().non_writable_clients(w.writable ? -1 : 1);
     }
-    if (w.writable) {
-        pump_queued();
-        pump_inbox();
-        pump_app();
+    if (!w.writable) {
+        end_resume_backoff();  // pump_inbox() stops on the non-writable channel by itself
+        return;
     }
+    if (!was && persistent_ && type_ == client_type::device && !inflight_.empty()) {
+        start_resume_backoff();
+    }
+    pump_queued();
+    pump_inbox();
+    pump_app();
+}
+
+void client_actor::start_resume_backoff() {
+    if (core_.cfg().writable_resume_backoff.empty()) {
+        return;
+    }
+    resume_backoff_ = true;
+    resume_step_ = 0;
+    spdlog::debug(
+        "client {}: channel writable again with {} messages in flight; inbox delivery "
+        "waits for their acknowledgements",
+        client_id_, inflight_.size());
+    arm_resume_backoff();
+}
+
+void client_actor::arm_resume_backoff() {
+    const auto& cfg = core_.cfg();
+    auto delay = cfg.writable_resume_backoff[resume_step_];
+    if (cfg.writable_resume_jitter.count() > 0) {
+        // Jitter spreads the retries of many clients that went writable together (one
+        // congested network path); its quality does not matter.
+        thread_local std::minstd_rand jitter_rng{std::random_device{}()};
+        std::uniform_int_distribution<std::int64_t> jitter(0, cfg.writable_resume_jitter.count());
+        delay += std::chrono::milliseconds(jitter(jitter_rng));
+    }
+    core_.timers().cancel(resume_timer_);
+    const std::uint64_t generation = ++resume_generation_;
+    const std::uint64_t channel_id = conn_->id;
+    std::weak_ptr<client_actor> weak = weak_from_this();
+    resume_timer_ = core_.timers().schedule_after(delay, [weak, channel_id, generation] {
+        if (auto self = weak.lock()) {
+            self->post([channel_id, generation](client_actor& a) {
+                a.on_resume_backoff(channel_id, generation);
+            });
+        }
+    });
+}
+
+void client_actor::on_resume_backoff(std::uint64_t channel_id, std::uint64_t generation) {
+    if (!resume_backoff_ || generation != resume_generation_ || !conn_ || conn_->id != channel_id) {
+        return;
+    }
+    if (!inflight_.empty() && resume_step_ + 1 < core_.cfg().writable_resume_backoff.size()) {
+        ++resume_step_;
+        arm_resume_backoff();
+        return;
+    }
+    if (!inflight_.empty()) {
+        spdlog::debug(
+            "client {}: {} messages still unacknowledged after the resume backoff; "
+            "delivering from the inbox again",
+            client_id_, inflight_.size());
+    }
+    end_resume_backoff();
+    inbox_dirty_ = true;  // re-read the inbox: it is the truth, whatever arrived meanwhile
+    pump_inbox();
+}
+
+void client_actor::end_resume_backoff() {
+    if (!resume_backoff_) {
+        return;
+    }
+    resume_backoff_ = false;
+    ++resume_generation_;
+    core_.timers().cancel(resume_timer_);
+    resume_timer_ = {};
 }
 
 void client_actor::arm_keep_alive() {
@@ -1543,6 +1622,7 @@ void client_actor::end_connection(std::string_view reason) {
     conn_.reset();
     core_.timers().cancel(c->keep_alive_timer);
     const bool was_connected = c->connack_sent;
+    end_resume_backoff();
     connected_.store(false, std::memory_order_release);
     if (!writable_.exchange(true, std::memory_order_acq_rel)) {
         core_.probe().non_writable_clients(-1);  // derived from live state: never leaks

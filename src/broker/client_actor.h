@@ -280,6 +280,18 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     std::unordered_set<std::uint16_t> inbox_removing_;
     std::unordered_set<std::uint16_t> sent_before_;
     bool redeliver_all_as_dup_ = false;
+    // Persistent DEVICE: the channel became writable again with messages in flight, so inbox
+    // delivery waits until they are acknowledged or the backoff schedule
+    // (settings::writable_resume_backoff) runs out, instead of flooding a client that is still
+    // working through its acknowledgements. The generation ignores a timer that fired late.
+    void start_resume_backoff();
+    void on_resume_backoff(std::uint64_t channel_id, std::uint64_t generation);
+    void arm_resume_backoff();
+    void end_resume_backoff();
+    bool resume_backoff_ = false;
+    std::size_t resume_step_ = 0;
+    std::uint64_t resume_generation_ = 0;
+    actor::timer_handle resume_timer_;
 
     // Inbound.
     std::set<std::uint16_t> inbound_qos2_;

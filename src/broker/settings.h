@@ -53,6 +53,16 @@ struct settings {
     std::int32_t app_shared_partitions = 1;
     std::int64_t app_shared_retention_ms = 604800000;
 
+    // Persistent DEVICE client whose channel became writable again with messages still in
+    // flight: delivery from the inbox waits for them to be acknowledged, rechecking after each
+    // of these delays (plus up to `writable_resume_jitter`), and resumes at the latest after the
+    // last one (seed document: ~1, 2, 3, 5, 9, 10 s, about half a minute in all). Settings
+    // rather than configuration, so tests can shorten them.
+    std::vector<std::chrono::milliseconds> writable_resume_backoff{
+        std::chrono::seconds(1), std::chrono::seconds(2), std::chrono::seconds(3),
+        std::chrono::seconds(5), std::chrono::seconds(9), std::chrono::seconds(10)};
+    std::chrono::milliseconds writable_resume_jitter{1000};
+
     std::size_t mailbox_capacity = 10000;
     std::size_t outbound_queue_limit = 10000;  // per non-persistent client, beyond the window
     std::size_t throughput = 5;

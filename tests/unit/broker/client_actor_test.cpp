@@ -133,6 +133,8 @@ class broker_fixture : public ::testing::Test {
         s.incoming_publish_limit = incoming_limit_;
         s.outgoing_publish_limit = outgoing_limit_;
         s.device_persisted_limit = device_persisted_limit_;
+        s.writable_resume_backoff = resume_backoff_;
+        s.writable_resume_jitter = 0ms;
         node_ = std::make_unique<node>(s, *log_, *inbox_, *metadata_, metrics_, 2);
         node_->core().set_shared_counters(&counters_);
         node_->start();
@@ -212,6 +214,8 @@ class broker_fixture : public ::testing::Test {
     std::vector<bandwidth> incoming_limit_;
     std::vector<bandwidth> outgoing_limit_;
     std::vector<bandwidth> device_persisted_limit_;
+    // settings::writable_resume_backoff, without jitter so the tests know the schedule.
+    std::vector<std::chrono::milliseconds> resume_backoff_{1s, 2s, 3s, 5s, 9s, 10s};
     adapters::embedded::embedded_shared_counters counters_{system_clock::instance()};
     // Topic rules the next connect() hands to the actor (what authentication decided).
     std::shared_ptr<const auth::topic_rules> next_rules_;
@@ -717,6 +721,111 @@ TEST_F(broker_fixture_rate_limits, copies_over_the_device_persisted_limit_are_dr
         send("device", *dev, mqtt::puback{msg.packet_id, mqtt::reason_code::success, {}});
     }
     EXPECT_FALSE(dev->next(300ms)) << "a copy over the device-persisted limit was delivered";
+}
+
+}  // namespace
+}  // namespace starling::broker
+
+namespace starling::broker {
+namespace {
+
+// Persistent DEVICE backpressure (docs/backpressure.md): a channel that becomes writable again
+// with messages in flight gets no new ones from the inbox until they are acknowledged or the
+// backoff schedule runs out.
+class broker_fixture_resume : public broker_fixture {
+  protected:
+    // Publishes `count` QoS 1 messages "<first>".."<first+count-1>" on d/x and waits for the
+    // PUBACKs (the copies are then in the subscriber's inbox).
+    void publish_numbered(fake_channel& pub, int first, int count) {
+        for (int i = first; i < first + count; ++i) {
+            send("pub", pub,
+                 mqtt::publish{.topic = "d/x",
+                               .payload = std::to_string(i),
+                               .qos = mqtt::qos::at_least_once,
+                               .packet_id = static_cast<std::uint16_t>(i),
+                               .properties = {}});
+        }
+        for (int i = first; i < first + count; ++i) {
+            EXPECT_EQ(pub.expect<mqtt::puback>().packet_id, i);
+        }
+    }
+    void set_writable(const fake_channel& ch, bool writable) {
+        auto actor = node_->core().actor_for("dev");
+        ASSERT_TRUE(actor->tell_control(
+            client_msg::writability{.channel_id = ch.id(), .writable = writable}));
+        sync_with(actor);
+    }
+};
+
+TEST_F(broker_fixture_resume, writable_again_with_messages_in_flight_waits_for_their_acks) {
+    resume_backoff_ = {30s};  // far longer than the test: only acknowledgements resume it
+    close();
+    open();
+    auto sub = connect("dev", false, mqtt::protocol_version::v5, 3600);
+    subscribe("dev", *sub, "d/#", mqtt::qos::at_least_once);
+    auto pub = connect("pub", true);
+    publish_numbered(*pub, 1, 3);
+    std::vector<mqtt::publish> in_flight;
+    for (int i = 1; i <= 3; ++i) {
+        in_flight.push_back(sub->expect<mqtt::publish>());
+        EXPECT_EQ(in_flight.back().payload, std::to_string(i));
+    }
+    set_writable(*sub, false);
+    publish_numbered(*pub, 4, 2);  // lands in the inbox while the channel is congested
+    EXPECT_FALSE(sub->next(300ms)) << "delivered to a non-writable channel";
+
+    set_writable(*sub, true);
+    EXPECT_FALSE(sub->next(300ms)) << "delivered while 3 messages were still in flight";
+    send("dev", *sub, mqtt::puback{in_flight[0].packet_id, mqtt::reason_code::success, {}});
+    send("dev", *sub, mqtt::puback{in_flight[1].packet_id, mqtt::reason_code::success, {}});
+    EXPECT_FALSE(sub->next(300ms)) << "delivered while 1 message was still in flight";
+    send("dev", *sub, mqtt::puback{in_flight[2].packet_id, mqtt::reason_code::success, {}});
+    // The last acknowledgement ends the wait at once, long before the 30 s step.
+    for (int i = 4; i <= 5; ++i) {
+        auto msg = sub->expect<mqtt::publish>(5s);
+        EXPECT_EQ(msg.payload, std::to_string(i));
+        EXPECT_FALSE(msg.dup);
+    }
+}
+
+TEST_F(broker_fixture_resume, delivery_resumes_when_the_backoff_runs_out_without_acks) {
+    resume_backoff_ = {100ms, 200ms};
+    close();
+    open();
+    auto sub = connect("dev", false, mqtt::protocol_version::v5, 3600);
+    subscribe("dev", *sub, "d/#", mqtt::qos::at_least_once);
+    auto pub = connect("pub", true);
+    publish_numbered(*pub, 1, 2);
+    for (int i = 1; i <= 2; ++i) {
+        EXPECT_EQ(sub->expect<mqtt::publish>().payload, std::to_string(i));
+    }
+    set_writable(*sub, false);
+    publish_numbered(*pub, 3, 2);
+    const auto writable_at = std::chrono::steady_clock::now();
+    set_writable(*sub, true);
+    // No acknowledgement ever comes: after 100 + 200 ms the inbox is read again and the rest
+    // is delivered, in order.
+    for (int i = 3; i <= 4; ++i) {
+        auto msg = sub->expect<mqtt::publish>(5s);
+        EXPECT_EQ(msg.payload, std::to_string(i));
+    }
+    EXPECT_GE(std::chrono::steady_clock::now() - writable_at, 300ms);
+}
+
+TEST_F(broker_fixture_resume, writable_again_with_nothing_in_flight_resumes_at_once) {
+    resume_backoff_ = {30s};
+    close();
+    open();
+    auto sub = connect("dev", false, mqtt::protocol_version::v5, 3600);
+    subscribe("dev", *sub, "d/#", mqtt::qos::at_least_once);
+    set_writable(*sub, false);
+    auto pub = connect("pub", true);
+    publish_numbered(*pub, 1, 2);
+    EXPECT_FALSE(sub->next(300ms)) << "delivered to a non-writable channel";
+    set_writable(*sub, true);
+    for (int i = 1; i <= 2; ++i) {
+        EXPECT_EQ(sub->expect<mqtt::publish>(5s).payload, std::to_string(i));
+    }
 }
 
 }  // namespace
