@@ -294,8 +294,7 @@ void client_actor::on_connect(client_msg::connect&& m) {
     connect_session(p, expiry, m.id_assigned);
 }
 
-void client_actor::connect_session(const mqtt::connect& p, std::uint32_t expiry,
-                                   bool id_assigned) {
+void client_actor::connect_session(const mqtt::connect& p, std::uint32_t expiry, bool id_assigned) {
     if (core_.cfg().cluster && core_.coordinator() != nullptr) {
         // Cluster: whether a session exists, and where, is the session-event handler's call.
         request_cluster_connect(p, expiry, id_assigned);
@@ -1049,8 +1048,7 @@ void client_actor::on_deliver(delivery&& d) {
         return;
     }
     if (!writable_.load(std::memory_order_relaxed)) {
-        core_.probe().message_dropped(metrics::drop_reason::non_writable, client_id_,
-                                      d.msg->topic);
+        core_.probe().message_dropped(metrics::drop_reason::non_writable, client_id_, d.msg->topic);
         return;
     }
     // Only QoS 0 copies count against the outgoing limit: dropping a QoS 1/2 copy would break
@@ -1108,7 +1106,8 @@ void client_actor::deliver_now(delivery&& d, bool bounded) {
     }
     if (inflight_.size() >= window()) {
         if (bounded && queued_.size() >= core_.cfg().outbound_queue_limit) {
-            core_.probe().message_dropped(metrics::drop_reason::queue_trim, client_id_, d.msg->topic);
+            core_.probe().message_dropped(metrics::drop_reason::queue_trim, client_id_,
+                                          d.msg->topic);
             return;
         }
         queued_.push_back(std::move(d));
@@ -1131,8 +1130,7 @@ void client_actor::pump_queued() {
         delivery d = std::move(queued_.front());
         queued_.pop_front();
         if (d.msg->expired(core_.now_ms())) {
-            core_.probe().message_dropped(metrics::drop_reason::expired, client_id_,
-                                          d.msg->topic);
+            core_.probe().message_dropped(metrics::drop_reason::expired, client_id_, d.msg->topic);
             continue;
         }
         deliver_now(std::move(d));
@@ -1268,8 +1266,7 @@ void client_actor::on_inbox_read(std::uint64_t channel_id, result<std::vector<in
         d.retain = pm.retain();
         d.subscription_ids.assign(pm.subscription_ids().begin(), pm.subscription_ids().end());
         if (d.msg->expired(now)) {
-            core_.probe().message_dropped(metrics::drop_reason::expired, client_id_,
-                                          d.msg->topic);
+            core_.probe().message_dropped(metrics::drop_reason::expired, client_id_, d.msg->topic);
             inbox_removing_.insert(im.packet_id);
             core_.inbox().remove(client_id_, im.packet_id,
                                  bind_status([id = im.packet_id](client_actor& a, status) {

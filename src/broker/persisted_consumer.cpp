@@ -152,8 +152,8 @@ const log_record* persisted_consumer::over_device_limit(const std::vector<log_re
         // Key = client id; the topic is inside the record (parsed only on this drop path).
         proto::persisted_msg pm;
         const bool readable = pm.ParseFromString(copies[i]->value);
-        core_.probe().message_dropped(metrics::drop_reason::device_persisted_limit,
-                                      copies[i]->key, readable ? pm.msg().topic_name() : "");
+        core_.probe().message_dropped(metrics::drop_reason::device_persisted_limit, copies[i]->key,
+                                      readable ? pm.msg().topic_name() : "");
     }
     spdlog::debug("{}: {} of {} copies over the device-persisted-messages limit {}, dropped",
                   opts_.topic, over, copies.size(), ratelimit::to_string(device_limit_->limits()));
