@@ -549,6 +549,7 @@ void client_actor::drop_local_session() {
     persistent_ = false;
     session_id_.clear();
     counted_ = false;  // the session's session-limit unit moved with it
+    uncounted_ = false;
 }
 
 void client_actor::adopt_subscriptions() {

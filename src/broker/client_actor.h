@@ -287,6 +287,9 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     // the APPLICATION counter when counted_app_.
     bool counted_ = false;
     bool counted_app_ = false;
+    // Admitted while the shared counters did not answer (fail open): holds no unit, so its end
+    // gives none back.
+    bool uncounted_ = false;
     std::uint32_t session_expiry_ = 0;
     std::map<std::string, stored_subscription> subscriptions_;  // key: group '\0' filter
     // Cluster mode: the request id the session-event handler granted to this session (the

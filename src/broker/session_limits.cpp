@@ -192,6 +192,8 @@ void client_actor::limits_on_admission(std::uint64_t channel_id, admission verdi
     if (verdict == admission::admitted) {
         counted_ = true;
         counted_app_ = application;
+    } else {
+        uncounted_ = true;
     }
     connect_session(p, expiry, id_assigned);
 }
@@ -201,6 +203,9 @@ void client_actor::limits_on_session_begun() {
         return;
     }
     const bool application = type_ == client_type::application;
+    if (uncounted_) {
+        return;
+    }
     if (!counted_) {
         // An existing session this actor did not count: restored, adopted from another node,
         // or created while the limits were off. Its unit is already in the counters (or put
@@ -224,6 +229,7 @@ void client_actor::limits_on_restored() {
 }
 
 void client_actor::limits_release() {
+    uncounted_ = false;
     if (!counted_) {
         return;
     }

@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <list>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
 
 namespace starling::metrics {
 namespace {
