@@ -13,7 +13,6 @@ import urllib.request
 
 import pytest
 
-from starling_it import codec
 from starling_it.prometheus import metric_sum
 
 pytestmark = pytest.mark.starlingd_only(reason="GET /api/drops is starlingd's")

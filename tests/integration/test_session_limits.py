@@ -18,7 +18,9 @@ from starling_it.cluster import cluster_env, new_prefix, requires_services
 from starling_it.prometheus import metric_sum
 from starling_it.raw_client import persistent
 
-pytestmark = pytest.mark.starlingd_only(reason="session limits are starlingd's (TBMQ) configuration")
+pytestmark = pytest.mark.starlingd_only(
+    reason="session limits are starlingd's (TBMQ) configuration"
+)
 
 QUOTA_EXCEEDED = 0x97
 V3_SERVER_UNAVAILABLE = 3
