@@ -14,6 +14,7 @@
 #include "broker/topics.h"
 #include "http/actuator.h"
 #include "http/credentials_api.h"
+#include "http/drops_api.h"
 #include "http/health.h"
 #include "http/server.h"
 #include "metrics/registry.h"
@@ -90,6 +91,8 @@ broker::settings broker_settings(const config::broker_config& c) {
     s.session_event_partitions =
         static_cast<std::int32_t>(c.queue.kafka.client_session_event_partitions);
     s.session_request_timeout = c.queue.client_session_event_max_request_timeout;
+    s.sessions_limit = c.mqtt.sessions_limit;
+    s.application_clients_limit = c.mqtt.application_clients_limit;
     return s;
 }
 
@@ -334,6 +337,7 @@ void daemon::start() {
     http::add_actuator_routes(routes, p.health, p.metrics);
     http::add_credentials_routes(routes, *p.metadata_port, *p.security.pool,
                                  p.security.authenticator.get(), cfg_.security.admin_token);
+    http::add_drops_routes(routes, p.metrics.broker().drops(), cfg_.security.admin_token);
     p.http = std::make_unique<http::server>(p.io->context(), std::move(routes));
     if (auto st = p.http->start(cfg_.server.address, cfg_.server.port); !st) {
         throw std::runtime_error("server.port: cannot listen on " + cfg_.server.address + ":" +

@@ -578,7 +578,8 @@ std::optional<app_outbound> application_session::next_own(
         }
         if (!readable || msg->expired(now)) {
             if (readable) {
-                core_.probe().message_dropped(metrics::drop_reason::expired);
+                core_.probe().message_dropped(metrics::drop_reason::expired, client_id_,
+                                              msg->topic);
             }
             if (is_resend) {
                 by_id_.erase(resend->second);
@@ -662,7 +663,8 @@ std::optional<app_outbound> application_session::next_shared(
         }
         if (!readable || msg->expired(now)) {
             if (readable) {
-                core_.probe().message_dropped(metrics::drop_reason::expired);
+                core_.probe().message_dropped(metrics::drop_reason::expired, client_id_,
+                                              msg->topic);
             }
             advance();
             continue;

@@ -17,6 +17,7 @@
 #include "broker/app_shared_topics.h"
 #include "broker/message.h"
 #include "broker/retained_store.h"
+#include "broker/session_limits.h"
 #include "broker/session_registry.h"
 #include "broker/settings.h"
 #include "broker/topics.h"
@@ -97,7 +98,12 @@ class broker_core {
     // Shared counters (cluster-wide rate limits; Redis in cluster mode, in-process when
     // embedded), built by the daemon. Set before start and never changed; null = the
     // cluster-wide limits are off (unit tests).
-    void set_shared_counters(starling::shared_counters* counters) { shared_counters_ = counters; }
+    void set_shared_counters(starling::shared_counters* counters) {
+        shared_counters_ = counters;
+        session_limits_.set_counters(counters);
+    }
+    // mqtt.sessions-limit / mqtt.application-clients-limit over the shared counters.
+    broker::session_limits& session_limits() { return session_limits_; }
     starling::shared_counters* shared_counters() const { return shared_counters_; }
     const auth::blocked_clients* blocked() const { return blocked_; }
 
@@ -162,6 +168,7 @@ class broker_core {
     auth::authenticator* authenticator_ = nullptr;
     const auth::blocked_clients* blocked_ = nullptr;
     starling::shared_counters* shared_counters_ = nullptr;
+    broker::session_limits session_limits_{cfg_, probe_};
     session_coordinator* coordinator_ = nullptr;
 };
 

@@ -286,16 +286,25 @@ void client_actor::on_connect(client_msg::connect&& m) {
     } else {
         expiry = p.clean_start ? 0 : session_never_expires;
     }
+    if (limits_need_admission()) {
+        // A new session under mqtt.sessions-limit / application-clients-limit: continues in
+        // connect_session once the shared counters answered (session_limits.cpp).
+        limits_admit(std::move(m.packet), expiry, m.id_assigned);
+        return;
+    }
+    connect_session(p, expiry, m.id_assigned);
+}
+
+void client_actor::connect_session(const mqtt::connect& p, std::uint32_t expiry, bool id_assigned) {
     if (core_.cfg().cluster && core_.coordinator() != nullptr) {
         // Cluster: whether a session exists, and where, is the session-event handler's call.
-        request_cluster_connect(p, expiry, m.id_assigned);
+        request_cluster_connect(p, expiry, id_assigned);
         return;
     }
     const bool resumed = !p.clean_start && session_exists_ && persistent_;
     begin_session(resumed, expiry);
 
     const std::uint64_t channel_id = conn_->id;
-    const bool id_assigned = m.id_assigned;
     write_session_record(
         true, bind_status([channel_id, resumed, id_assigned](client_actor& a, status st) {
             if (!a.conn_ || a.conn_->id != channel_id) {
@@ -315,6 +324,26 @@ void client_actor::on_connect(client_msg::connect&& m) {
         }));
 }
 
+std::uint64_t client_actor::pending_connect_channel() const {
+    return conn_ && !conn_->closing && !conn_->connack_sent ? conn_->id : 0;
+}
+
+void client_actor::refuse_connect(mqtt::reason_code code, std::string_view why) {
+    spdlog::info("client refused: id={} address={} version={} reason={}", client_id_,
+                 conn_->channel->remote_address(), version_name(conn_->version), why);
+    mqtt::connack ack;
+    ack.reason_code = code;
+    if (conn_->v5()) {
+        ack.properties.reason_string = std::string(why);
+    }
+    send_packet(ack);
+    conn_->channel->close();
+    conn_.reset();
+    if (!session_exists_) {
+        stop_actor();
+    }
+}
+
 void client_actor::begin_session(bool resumed, std::uint32_t expiry) {
     if (!resumed) {
         clear_session_state();
@@ -331,6 +360,7 @@ void client_actor::begin_session(bool resumed, std::uint32_t expiry) {
     persistent_ = expiry != 0;
     session_expiry_ = expiry;
     session_exists_ = true;
+    limits_on_session_begun();
 }
 
 void client_actor::request_cluster_connect(const mqtt::connect& p, std::uint32_t expiry,
@@ -519,6 +549,8 @@ void client_actor::drop_local_session() {
     session_exists_ = false;
     persistent_ = false;
     session_id_.clear();
+    counted_ = false;  // the session's session-limit unit moved with it
+    uncounted_ = false;
 }
 
 void client_actor::adopt_subscriptions() {
@@ -781,7 +813,7 @@ void client_actor::on_publish(mqtt::publish&& p) {
         // accepted. As TBMQ: v5 QoS 1/2 get PUBACK/PUBREC 0x97 (Quota exceeded; 0x96 is not
         // allowed there), v5 QoS 0 nothing; v3 has no negative acknowledgement, so the client
         // is disconnected.
-        core_.probe().message_dropped(metrics::drop_reason::incoming_rate);
+        core_.probe().message_dropped(metrics::drop_reason::incoming_rate, client_id_, p.topic);
         if (!c.v5()) {
             disconnect_with(mqtt::reason_code::message_rate_too_high,
                             "over the incoming publish rate limit");
@@ -803,7 +835,7 @@ void client_actor::on_publish(mqtt::publish&& p) {
         // Authorization: the message is dropped and counted. v5 tells the client (PUBACK /
         // PUBREC 0x87); v3 has no way to, so QoS 1/2 are still acknowledged as if accepted —
         // otherwise the client would resend the message forever.
-        core_.probe().message_dropped(metrics::drop_reason::not_authorized);
+        core_.probe().message_dropped(metrics::drop_reason::not_authorized, client_id_, p.topic);
         spdlog::debug("client {}: PUBLISH to '{}' not authorized, dropped", client_id_, p.topic);
         if (p.qos == mqtt::qos::at_most_once) {
             return;
@@ -1010,21 +1042,22 @@ std::uint16_t client_actor::next_packet_id() {
 
 void client_actor::on_deliver(delivery&& d) {
     if (!conn_ || !conn_->connack_sent || conn_->closing) {
-        core_.probe().message_dropped(metrics::drop_reason::offline);
+        core_.probe().message_dropped(metrics::drop_reason::offline, client_id_, d.msg->topic);
         return;
     }
     if (d.msg->expired(core_.now_ms())) {
-        core_.probe().message_dropped(metrics::drop_reason::expired);
+        core_.probe().message_dropped(metrics::drop_reason::expired, client_id_, d.msg->topic);
         return;
     }
     if (!writable_.load(std::memory_order_relaxed)) {
-        core_.probe().message_dropped(metrics::drop_reason::non_writable);
+        core_.probe().message_dropped(metrics::drop_reason::non_writable, client_id_, d.msg->topic);
         return;
     }
     // Only QoS 0 copies count against the outgoing limit: dropping a QoS 1/2 copy would break
     // its delivery guarantee (TBMQ's checkOutgoingLimits does the same).
     if (d.qos == mqtt::qos::at_most_once && !outgoing_allowed()) {
-        core_.probe().message_dropped(metrics::drop_reason::outgoing_rate);
+        core_.probe().message_dropped(metrics::drop_reason::outgoing_rate, client_id_,
+                                      d.msg->topic);
         return;
     }
     deliver_now(std::move(d));
@@ -1075,7 +1108,8 @@ void client_actor::deliver_now(delivery&& d, bool bounded) {
     }
     if (inflight_.size() >= window()) {
         if (bounded && queued_.size() >= core_.cfg().outbound_queue_limit) {
-            core_.probe().message_dropped(metrics::drop_reason::queue_trim);
+            core_.probe().message_dropped(metrics::drop_reason::queue_trim, client_id_,
+                                          d.msg->topic);
             return;
         }
         queued_.push_back(std::move(d));
@@ -1098,7 +1132,7 @@ void client_actor::pump_queued() {
         delivery d = std::move(queued_.front());
         queued_.pop_front();
         if (d.msg->expired(core_.now_ms())) {
-            core_.probe().message_dropped(metrics::drop_reason::expired);
+            core_.probe().message_dropped(metrics::drop_reason::expired, client_id_, d.msg->topic);
             continue;
         }
         deliver_now(std::move(d));
@@ -1142,7 +1176,7 @@ void client_actor::send_publish(const delivery& d, std::uint16_t packet_id, bool
     if (c.client_max_packet != 0 &&
         mqtt::encoded_publish_size(c.version, h, m.payload.size()) > c.client_max_packet) {
         // Larger than the client accepts: discard as if delivered (MQTT 5.0 section 3.1.2.11.4).
-        core_.probe().message_dropped(metrics::drop_reason::packet_too_large);
+        core_.probe().message_dropped(metrics::drop_reason::packet_too_large, client_id_, m.topic);
         if (packet_id != 0) {
             post([packet_id](client_actor& a) { a.finish_outbound(packet_id); });
         }
@@ -1241,7 +1275,7 @@ void client_actor::on_inbox_read(std::uint64_t channel_id, result<std::vector<in
         d.retain = pm.retain();
         d.subscription_ids.assign(pm.subscription_ids().begin(), pm.subscription_ids().end());
         if (d.msg->expired(now)) {
-            core_.probe().message_dropped(metrics::drop_reason::expired);
+            core_.probe().message_dropped(metrics::drop_reason::expired, client_id_, d.msg->topic);
             inbox_removing_.insert(im.packet_id);
             core_.inbox().remove(client_id_, im.packet_id,
                                  bind_status([id = im.packet_id](client_actor& a, status) {
@@ -1800,6 +1834,7 @@ void client_actor::end_session() {
     }
     session_exists_ = false;
     persistent_ = false;
+    limits_release();
     retire();
 }
 
@@ -1830,6 +1865,9 @@ void client_actor::stop_actor() {
         return;
     }
     stopped_ = true;
+    if (!session_exists_) {
+        limits_release();  // a CONNECT that reserved a unit and never got its session
+    }
     core_.timers().cancel(expiry_timer_);
     core_.sessions().remove_actor(client_id_, this);
     // Messages already queued still run (a CONNECT that raced with the stop is forwarded to
@@ -1865,6 +1903,7 @@ void client_actor::restore_offline_session(std::uint32_t session_expiry_interval
             a.add_subscription(std::move(sub));
         }
         a.arm_session_expiry(disconnected_at_ms);
+        a.limits_on_restored();
         if (restored) {
             restored();
         }

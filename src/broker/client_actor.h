@@ -27,6 +27,7 @@
 #include "auth/provider.h"
 #include "broker/client_channel.h"
 #include "broker/message.h"
+#include "broker/session_limits.h"
 #include "mqtt/packet.h"
 #include "mqtt/protocol_version.h"
 #include "ratelimit/token_bucket.h"
@@ -179,6 +180,23 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     void on_connect(client_msg::connect&& m);
     void complete_connect(std::uint64_t channel_id, bool session_present, bool id_assigned);
     void begin_session(bool resumed, std::uint32_t expiry);
+    // The rest of on_connect once the session limits admitted the CONNECT (or had nothing to
+    // check).
+    void connect_session(const mqtt::connect& p, std::uint32_t expiry, bool id_assigned);
+    // Session limits (defined in session_limits.cpp): whether this CONNECT creates a session
+    // that must be admitted; the admission and its answer; keeping counted_ right when a
+    // session begins (inherited or type change), is restored at start-up, and ends.
+    bool limits_need_admission() const;
+    void limits_admit(mqtt::connect&& p, std::uint32_t expiry, bool id_assigned);
+    void limits_on_admission(std::uint64_t channel_id, admission verdict, const mqtt::connect& p,
+                             std::uint32_t expiry, bool id_assigned);
+    void limits_on_session_begun();
+    void limits_on_restored();
+    void limits_release();
+    // The id of the connection whose CONNECT is not answered yet; 0 when none.
+    std::uint64_t pending_connect_channel() const;
+    // Answers the pending CONNECT with a refusal (and a log line) and closes the connection.
+    void refuse_connect(mqtt::reason_code code, std::string_view why);
     // Cluster mode (session_coordinator): CONNACK waits for the handler's reply.
     void request_cluster_connect(const mqtt::connect& p, std::uint32_t expiry, bool id_assigned);
     void on_cluster_connect_reply(std::uint64_t channel_id, const std::string& request_id,
@@ -265,6 +283,13 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     // Session.
     bool persistent_ = false;
     bool session_exists_ = false;
+    // The session holds a unit of the session-limit counters (session_limits.h), and one of
+    // the APPLICATION counter when counted_app_.
+    bool counted_ = false;
+    bool counted_app_ = false;
+    // Admitted while the shared counters did not answer (fail open): holds no unit, so its end
+    // gives none back.
+    bool uncounted_ = false;
     std::uint32_t session_expiry_ = 0;
     std::map<std::string, stored_subscription> subscriptions_;  // key: group '\0' filter
     // Cluster mode: the request id the session-event handler granted to this session (the

@@ -90,7 +90,7 @@ void downlink_consumer::hand_over(const log_record& rec) {
         return;
     }
     const auto count_drop = [&](metrics::drop_reason reason) {
-        core_.probe().message_dropped(reason);
+        core_.probe().message_dropped(reason, rec.key, pm.msg().topic_name());
         dropped_.fetch_add(1, std::memory_order_acq_rel);
     };
     auto actor = core_.sessions().find_actor(rec.key);

@@ -237,6 +237,17 @@ void node::start() {
     if (auto st = load_state(follow_from); !st) {
         throw std::runtime_error("cannot load broker state: " + st.error().message());
     }
+    if (core_->session_limits().enabled()) {
+        // The session-limit counters restart from what the client.session mirror holds (the
+        // correction of any drift, session_limits.h), before any client connects here.
+        std::int64_t sessions = 0;
+        std::int64_t applications = 0;
+        core_->sessions().for_each_session([&](const session_record& r) {
+            ++sessions;
+            applications += r.type == client_type::application ? 1 : 0;
+        });
+        core_->session_limits().reconcile(sessions, applications, {});
+    }
     if (follower_) {
         // Before the msg.all consumers: a copy routed here must find the mirror current and
         // this node's downlink topics read.

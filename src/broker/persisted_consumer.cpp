@@ -148,7 +148,13 @@ const log_record* persisted_consumer::over_device_limit(const std::vector<log_re
         return nullptr;
     }
     const auto over = copies.size() - granted;
-    core_.probe().message_dropped(metrics::drop_reason::device_persisted_limit, over);
+    for (std::size_t i = granted; i < copies.size(); ++i) {
+        // Key = client id; the topic is inside the record (parsed only on this drop path).
+        proto::persisted_msg pm;
+        const bool readable = pm.ParseFromString(copies[i]->value);
+        core_.probe().message_dropped(metrics::drop_reason::device_persisted_limit, copies[i]->key,
+                                      readable ? pm.msg().topic_name() : "");
+    }
     spdlog::debug("{}: {} of {} copies over the device-persisted-messages limit {}, dropped",
                   opts_.topic, over, copies.size(), ratelimit::to_string(device_limit_->limits()));
     return copies[granted];
@@ -232,8 +238,11 @@ bool persisted_consumer::write_batch(std::vector<log_record>& records) {
                                      ok = false;
                                  } else {
                                      if (r.value().trimmed != 0) {
+                                         // The trimmed messages were the oldest ones, of
+                                         // whatever topics: only the client is known.
                                          core_.probe().message_dropped(
-                                             metrics::drop_reason::queue_trim, r.value().trimmed);
+                                             metrics::drop_reason::queue_trim, id, {},
+                                             r.value().trimmed);
                                      }
                                      appended.push_back(id);
                                  }

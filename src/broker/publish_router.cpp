@@ -213,7 +213,8 @@ void publish_router::route(const message_ptr& msg, batch& b) {
             if (target* pick = pick_member(*msg, it->group_key, members)) {
                 chosen.push_back(pick);
             } else {
-                core_.probe().message_dropped(metrics::drop_reason::no_usable_shared_member);
+                core_.probe().message_dropped(metrics::drop_reason::no_usable_shared_member, {},
+                                              msg->topic);
             }
         }
         it = group_end;
@@ -268,15 +269,16 @@ bool publish_router::forward_to_owner(const message_ptr& msg, const target& t, m
     // The batch waits for the write (so the commit follows it), but a failed write of a
     // non-persistent copy is dropped and counted like a full mailbox, not re-routed.
     b.add();
-    core_.log().produce(core_.topics().downlink_basic(session->node_id), t.client_id,
-                        pm.SerializeAsString(), {}, [this, &b](result<produce_ack> r) {
-                            if (!r) {
-                                core_.probe().message_dropped(metrics::drop_reason::offline);
-                            } else {
-                                probe_.copy_forwarded();
-                            }
-                            b.complete(true);
-                        });
+    core_.log().produce(
+        core_.topics().downlink_basic(session->node_id), t.client_id, pm.SerializeAsString(), {},
+        [this, &b, msg, client = t.client_id](result<produce_ack> r) {
+            if (!r) {
+                core_.probe().message_dropped(metrics::drop_reason::offline, client, msg->topic);
+            } else {
+                probe_.copy_forwarded();
+            }
+            b.complete(true);
+        });
     return true;
 }
 
@@ -361,16 +363,16 @@ void publish_router::deliver(const message_ptr& msg, const target& t, batch& b) 
         if (core_.cfg().cluster && forward_to_owner(msg, t, qos, retain, b)) {
             return;
         }
-        core_.probe().message_dropped(metrics::drop_reason::offline);
+        core_.probe().message_dropped(metrics::drop_reason::offline, t.client_id, msg->topic);
         return;
     }
     if (!actor->writable()) {
-        core_.probe().message_dropped(metrics::drop_reason::non_writable);
+        core_.probe().message_dropped(metrics::drop_reason::non_writable, t.client_id, msg->topic);
         return;
     }
     delivery d{.msg = msg, .qos = qos, .retain = retain, .subscription_ids = t.subscription_ids};
     if (!actor->tell(client_msg::deliver{std::move(d)})) {
-        core_.probe().message_dropped(metrics::drop_reason::mailbox_full);
+        core_.probe().message_dropped(metrics::drop_reason::mailbox_full, t.client_id, msg->topic);
     }
 }
 

@@ -92,6 +92,11 @@ struct settings {
     std::vector<bandwidth> incoming_publish_limit;
     std::vector<bandwidth> outgoing_publish_limit;
     std::vector<bandwidth> device_persisted_limit;
+
+    // Session limits (mqtt.sessions-limit, mqtt.application-clients-limit): sessions and
+    // APPLICATION sessions cluster-wide, counted in the shared counters; 0 = off.
+    std::int64_t sessions_limit = 0;
+    std::int64_t application_clients_limit = 0;
 };
 
 }  // namespace starling::broker

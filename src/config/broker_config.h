@@ -400,6 +400,9 @@ struct mqtt_section {
     bool retain_available{};
     std::uint8_t max_qos{};
     rate_limits_section rate_limits;
+    // Cluster-wide session limits (TBMQ's keys); 0 = off.
+    std::int64_t sessions_limit{};
+    std::int64_t application_clients_limit{};
 
     friend bool operator==(const mqtt_section&, const mqtt_section&) = default;
 };

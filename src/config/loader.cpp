@@ -943,6 +943,13 @@ const std::vector<binding>& bindings() {
         bandwidths({"mqtt.rate-limits.device-persisted-messages.config",
                     "MQTT_DEVICE_PERSISTED_MSGS_RATE_LIMITS_CONFIG", "100:1,1000:60"},
                    FIELD(mqtt.rate_limits.device_persisted_messages.config)),
+        integer(
+            {"mqtt.sessions-limit", "MQTT_SESSIONS_LIMIT", "0"}, FIELD(mqtt.sessions_limit),
+            {.min = 0, .max = std::numeric_limits<std::int32_t>::max(), .note = "0 = no limit"}),
+        integer(
+            {"mqtt.application-clients-limit", "MQTT_APPLICATION_CLIENTS_LIMIT", "0"},
+            FIELD(mqtt.application_clients_limit),
+            {.min = 0, .max = std::numeric_limits<std::int32_t>::max(), .note = "0 = no limit"}),
         // --- security
         boolean({"security.mqtt.allow-anonymous", "SECURITY_MQTT_ALLOW_ANONYMOUS", "false"},
                 FIELD(security.mqtt.allow_anonymous)),

@@ -1,11 +1,14 @@
 #include "metrics/broker_probe.h"
 
 #include "base/assert.h"
+#include "metrics/drop_log.h"
+#include "starling/clock.h"
 
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
+#include <map>
 #include <string>
 
 namespace starling::metrics {
@@ -34,6 +37,16 @@ std::array<prometheus::Counter*, 3> per_qos(prometheus::Registry& registry, cons
 
 std::string_view to_string(drop_reason reason) {
     return drop_reason_names[static_cast<std::size_t>(reason)];
+}
+
+bool drop_reason_from_string(std::string_view name, drop_reason& out) {
+    for (std::size_t i = 0; i < drop_reason_count; ++i) {
+        if (drop_reason_names[i] == name) {
+            out = static_cast<drop_reason>(i);
+            return true;
+        }
+    }
+    return false;
 }
 
 broker_probe::broker_probe(prometheus::Registry& registry)
@@ -74,6 +87,65 @@ broker_probe::broker_probe(prometheus::Registry& registry)
                  "the copies they covered were let through")
              .Register(registry)
              .Add({});
+    drops_ = std::make_unique<drop_log>(system_clock::instance());
+    auto& keys =
+        prometheus::BuildGauge()
+            .Name("dropLogKeys")
+            .Help("Client ids / topics held by the recent-drops breakdown (GET /api/drops)")
+            .Register(registry);
+    auto& evictions =
+        prometheus::BuildCounter()
+            .Name("dropLogEvictions_total")
+            .Help(
+                "Keys with recent drops evicted from the recent-drops breakdown because it was "
+                "full")
+            .Register(registry);
+    for (std::size_t i = 0; i < 2; ++i) {
+        const std::map<std::string, std::string> labels{{"by", i == 0 ? "client" : "topic"}};
+        drop_log_keys_[i] = &keys.Add(labels);
+        drop_log_evictions_[i] = &evictions.Add(labels);
+    }
+    cluster_sessions_ =
+        &gauge(registry, "clusterSessionsCount",
+               "Sessions counted cluster-wide for mqtt.sessions-limit (last value read)");
+    cluster_application_clients_ = &gauge(
+        registry, "clusterApplicationClientsCount",
+        "APPLICATION sessions counted cluster-wide for mqtt.application-clients-limit (last value "
+        "read)");
+    auto& refusals = prometheus::BuildCounter()
+                         .Name("sessionLimitRefusals_total")
+                         .Help("CONNECTs refused because a session limit was reached, by limit")
+                         .Register(registry);
+    session_limit_refusals_ = {&refusals.Add({{"limit", "sessions"}}),
+                               &refusals.Add({{"limit", "application_clients"}})};
+}
+
+broker_probe::~broker_probe() = default;
+
+void broker_probe::message_dropped(drop_reason reason, std::string_view client_id,
+                                   std::string_view topic, std::uint64_t count) {
+    message_dropped(reason, count);
+    drops_->record(reason, client_id, topic, count);
+}
+
+void broker_probe::refresh_drop_log() {
+    for (std::size_t i = 0; i < 2; ++i) {
+        const auto kind = i == 0 ? drop_key_kind::client : drop_key_kind::topic;
+        drop_log_keys_[i]->Set(static_cast<double>(drops_->keys(kind)));
+        const auto evicted = drops_->evictions(kind);
+        drop_log_evictions_[i]->Increment(
+            static_cast<double>(evicted - drop_log_evictions_exported_[i]));
+        drop_log_evictions_exported_[i] = evicted;
+    }
+}
+
+void broker_probe::session_limit_counts(std::int64_t sessions, std::int64_t application_clients) {
+    cluster_sessions_->Set(static_cast<double>(sessions));
+    cluster_application_clients_->Set(static_cast<double>(application_clients));
+}
+
+void broker_probe::session_limit_refused(bool application_limit) {
+    session_limit_refusals_[application_limit ? 1 : 0]->Increment();
 }
 
 void broker_probe::rate_limit_store_failed() { rate_limit_store_errors_->Increment(); }

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string_view>
 
 namespace prometheus {
@@ -39,10 +40,15 @@ enum class drop_reason : std::uint8_t {
 inline constexpr std::size_t drop_reason_count = 12;
 
 std::string_view to_string(drop_reason reason);
+// Sets `out` to the reason whose to_string is `name`; false when there is none.
+bool drop_reason_from_string(std::string_view name, drop_reason& out);
+
+class drop_log;
 
 class broker_probe {
   public:
     explicit broker_probe(prometheus::Registry& registry);
+    ~broker_probe();
 
     broker_probe(const broker_probe&) = delete;
     broker_probe& operator=(const broker_probe&) = delete;
@@ -56,12 +62,28 @@ class broker_probe {
     void publish_received(std::uint8_t qos);     // incomingPublishMsgs_total{qos}
     void publish_sent(std::uint8_t qos);         // outgoingPublishMsgs_total{qos}
     void message_dropped(drop_reason reason, std::uint64_t count = 1);  // droppedMsgs_total
-    void non_writable_clients(std::int64_t delta);                      // nonWritableClients
+    // The same, and records who was dropped in drops() (GET /api/drops): pass the client id
+    // and the topic where the call site knows them (either may be empty). Prefer this form at
+    // every drop site so the counter and the breakdown cannot diverge.
+    void message_dropped(drop_reason reason, std::string_view client_id, std::string_view topic,
+                         std::uint64_t count = 1);
+    // Recent drops by client and by topic (sliding window, bounded; see drop_log.h).
+    drop_log& drops() { return *drops_; }
+    const drop_log& drops() const { return *drops_; }
+    // Sets the drop log's gauges (dropLogKeys, dropLogEvictions_total); run by each scrape.
+    void refresh_drop_log();
+    void non_writable_clients(std::int64_t delta);  // nonWritableClients
     // Cluster: a CONNECT got no session-event reply in time (clusterSessionRequestTimeouts_total).
     void session_request_timed_out();
     // A cluster-wide rate-limit bucket could not be reached and the copies were let through
     // (fail open; rateLimitStoreErrors_total).
     void rate_limit_store_failed();
+    // Session limits (mqtt.sessions-limit, mqtt.application-clients-limit): the cluster-wide
+    // counts last read from the shared counters (clusterSessionsCount,
+    // clusterApplicationClientsCount) and the CONNECTs refused over a limit
+    // (sessionLimitRefusals_total{limit="sessions|application_clients"}).
+    void session_limit_counts(std::int64_t sessions, std::int64_t application_clients);
+    void session_limit_refused(bool application_limit);
 
   private:
     prometheus::Gauge& connected_;
@@ -75,6 +97,13 @@ class broker_probe {
     std::array<prometheus::Counter*, drop_reason_count> dropped_{};
     prometheus::Counter* session_request_timeouts_ = nullptr;
     prometheus::Counter* rate_limit_store_errors_ = nullptr;
+    prometheus::Gauge* cluster_sessions_ = nullptr;
+    prometheus::Gauge* cluster_application_clients_ = nullptr;
+    std::array<prometheus::Counter*, 2> session_limit_refusals_{};  // sessions, application
+    std::unique_ptr<drop_log> drops_;
+    std::array<prometheus::Gauge*, 2> drop_log_keys_{};         // client, topic
+    std::array<prometheus::Counter*, 2> drop_log_evictions_{};  // client, topic
+    std::array<std::uint64_t, 2> drop_log_evictions_exported_{};
 };
 
 }  // namespace starling::metrics

@@ -101,6 +101,7 @@ std::string registry::serialize() {
         for (const auto& [id, refresh] : refreshers_) {
             refresh();
         }
+        broker_.refresh_drop_log();
         const auto bugs = base::bugs_reported();
         bugs_->Increment(static_cast<double>(bugs - bugs_exported_));
         bugs_exported_ = bugs;

@@ -8,6 +8,7 @@
 #include "adapters/embedded/shared_counters.h"
 #include "adapters/embedded/sqlite_metadata_store.h"
 #include "broker/node.h"
+#include "metrics/drop_log.h"
 #include "metrics/registry.h"
 #include "mqtt/decoder.h"
 #include "routing/subscription_trie.h"
@@ -135,6 +136,8 @@ class broker_fixture : public ::testing::Test {
         s.device_persisted_limit = device_persisted_limit_;
         s.writable_resume_backoff = resume_backoff_;
         s.writable_resume_jitter = 0ms;
+        s.sessions_limit = sessions_limit_;
+        s.application_clients_limit = application_clients_limit_;
         node_ = std::make_unique<node>(s, *log_, *inbox_, *metadata_, metrics_, 2);
         node_->core().set_shared_counters(&counters_);
         node_->start();
@@ -216,6 +219,9 @@ class broker_fixture : public ::testing::Test {
     std::vector<bandwidth> device_persisted_limit_;
     // settings::writable_resume_backoff, without jitter so the tests know the schedule.
     std::vector<std::chrono::milliseconds> resume_backoff_{1s, 2s, 3s, 5s, 9s, 10s};
+    // Session limits (settings::sessions_limit / application_clients_limit); 0 = off.
+    std::int64_t sessions_limit_ = 0;
+    std::int64_t application_clients_limit_ = 0;
     adapters::embedded::embedded_shared_counters counters_{system_clock::instance()};
     // Topic rules the next connect() hands to the actor (what authentication decided).
     std::shared_ptr<const auth::topic_rules> next_rules_;
@@ -658,6 +664,17 @@ TEST_F(broker_fixture_rate_limits, v5_publish_over_the_incoming_limit_gets_0x97_
     }
     EXPECT_FALSE(sub->next(300ms)) << "a dropped PUBLISH reached the log";
     EXPECT_EQ(dropped("incoming_rate"), 4);
+    // The breakdown names the publisher and the topic (GET /api/drops).
+    const auto& drops = metrics_.broker().drops();
+    const auto by_client = drops.query({.by = metrics::drop_key_kind::client});
+    ASSERT_EQ(by_client.rows.size(), 1U);
+    EXPECT_EQ(by_client.rows[0].key, "flood");
+    EXPECT_EQ(
+        by_client.rows[0].counts[static_cast<std::size_t>(metrics::drop_reason::incoming_rate)],
+        4U);
+    const auto by_topic = drops.query({.by = metrics::drop_key_kind::topic});
+    ASSERT_EQ(by_topic.rows.size(), 1U);
+    EXPECT_EQ(by_topic.rows[0].key, "in/t");
     // The limit is per publisher: another client still has its own budget.
     auto other = connect("calm", true);
     send("calm", *other, message("in/t", 0, mqtt::qos::at_least_once));
@@ -721,6 +738,126 @@ TEST_F(broker_fixture_rate_limits, copies_over_the_device_persisted_limit_are_dr
         send("device", *dev, mqtt::puback{msg.packet_id, mqtt::reason_code::success, {}});
     }
     EXPECT_FALSE(dev->next(300ms)) << "a copy over the device-persisted limit was delivered";
+}
+
+// ------------------------------------------------------------------------- session limits
+
+class session_limits_fixture : public broker_fixture {
+  protected:
+    void SetUp() override {
+        sessions_limit_ = 2;
+        application_clients_limit_ = 1;
+        broker_fixture::SetUp();
+    }
+
+    // CONNECTs without expecting success; returns the channel and the CONNACK.
+    std::pair<std::shared_ptr<fake_channel>, mqtt::connack> try_connect(
+        const std::string& client_id, mqtt::protocol_version v = mqtt::protocol_version::v5,
+        client_type type = client_type::device, std::uint32_t expiry = 0) {
+        auto channel = std::make_shared<fake_channel>(++next_channel_id_, v);
+        mqtt::connect c;
+        c.protocol_version = v;
+        c.client_id = client_id;
+        c.clean_start = expiry == 0;
+        c.keep_alive = 60;
+        if (expiry != 0) {
+            c.properties.session_expiry_interval = expiry;
+        }
+        auto actor = node_->core().actor_for(client_id);
+        EXPECT_TRUE(actor->tell_control(client_msg::connect{
+            .channel = channel, .packet = std::move(c), .id_assigned = false, .type = type}));
+        auto ack = channel->expect<mqtt::connack>();
+        return {channel, ack};
+    }
+
+    std::int64_t counter(const char* key) {
+        std::int64_t value = -1;
+        counters_.get(key, [&](result<std::int64_t> r) { value = r.value(); });  // synchronous
+        return value;
+    }
+    std::int64_t sessions() { return counter(session_limits::sessions_key); }
+    std::int64_t applications() { return counter(session_limits::application_key); }
+
+    void disconnect(const std::string& client_id, fake_channel& ch) {
+        send(client_id, ch, mqtt::disconnect{});
+        ASSERT_TRUE(ch.wait_closed());
+        sync_with(node_->core().actor_for(client_id));
+    }
+};
+
+TEST_F(session_limits_fixture, a_new_session_over_the_limit_is_refused_a_reconnect_never) {
+    auto [a, a_ack] = try_connect("a");
+    ASSERT_EQ(a_ack.reason_code, mqtt::reason_code::success);
+    auto [b, b_ack] = try_connect("b", mqtt::protocol_version::v5, client_type::device, 3600);
+    ASSERT_EQ(b_ack.reason_code, mqtt::reason_code::success);
+    EXPECT_EQ(sessions(), 2);
+
+    auto [c, c_ack] = try_connect("c");
+    EXPECT_EQ(c_ack.reason_code, mqtt::reason_code::quota_exceeded);
+    EXPECT_TRUE(c_ack.properties.reason_string.has_value());
+    EXPECT_TRUE(c->wait_closed());
+    auto [c3, c3_ack] = try_connect("c3", mqtt::protocol_version::v3_1_1);
+    EXPECT_EQ(mqtt::to_connect_return_code(c3_ack.reason_code),
+              mqtt::connect_return_code::server_unavailable);
+    EXPECT_EQ(sessions(), 2) << "a refused CONNECT must give its reservation back";
+
+    // Takeover of a live session and resumption of a persistent one: never refused.
+    disconnect("b", *b);
+    auto [a2, a2_ack] = try_connect("a");
+    EXPECT_EQ(a2_ack.reason_code, mqtt::reason_code::success);
+    auto [b2, b2_ack] = try_connect("b", mqtt::protocol_version::v5, client_type::device, 3600);
+    EXPECT_EQ(b2_ack.reason_code, mqtt::reason_code::success);
+    EXPECT_TRUE(b2_ack.session_present);
+    EXPECT_EQ(sessions(), 2);
+
+    // A non-persistent session that ends frees its unit.
+    disconnect("a", *a2);
+    EXPECT_EQ(sessions(), 1);
+    auto [d, d_ack] = try_connect("d");
+    EXPECT_EQ(d_ack.reason_code, mqtt::reason_code::success);
+    EXPECT_EQ(sessions(), 2);
+}
+
+TEST_F(session_limits_fixture, application_limit_and_type_changes) {
+    auto [app, app_ack] =
+        try_connect("app", mqtt::protocol_version::v5, client_type::application, 3600);
+    ASSERT_EQ(app_ack.reason_code, mqtt::reason_code::success);
+    EXPECT_EQ(applications(), 1);
+    auto [other, other_ack] =
+        try_connect("other", mqtt::protocol_version::v5, client_type::application, 3600);
+    EXPECT_EQ(other_ack.reason_code, mqtt::reason_code::quota_exceeded);
+    EXPECT_EQ(applications(), 1);
+    EXPECT_EQ(sessions(), 1) << "the refused APPLICATION CONNECT gives its session unit back";
+
+    // The same client comes back as a DEVICE (credentials changed): not refused, and the
+    // APPLICATION count follows the type.
+    disconnect("app", *app);
+    auto [dev, dev_ack] = try_connect("app", mqtt::protocol_version::v5, client_type::device, 3600);
+    EXPECT_EQ(dev_ack.reason_code, mqtt::reason_code::success);
+    EXPECT_EQ(applications(), 0);
+    EXPECT_EQ(sessions(), 1);
+    auto [now_ok, now_ok_ack] =
+        try_connect("other", mqtt::protocol_version::v5, client_type::application, 3600);
+    EXPECT_EQ(now_ok_ack.reason_code, mqtt::reason_code::success);
+    EXPECT_EQ(applications(), 1);
+    EXPECT_EQ(sessions(), 2);
+}
+
+TEST_F(session_limits_fixture, counters_are_rebuilt_from_the_restored_sessions) {
+    auto [p, p_ack] = try_connect("p", mqtt::protocol_version::v5, client_type::device, 3600);
+    ASSERT_EQ(p_ack.reason_code, mqtt::reason_code::success);
+    auto [q, q_ack] = try_connect("q");
+    ASSERT_EQ(q_ack.reason_code, mqtt::reason_code::success);
+    disconnect("p", *p);
+    // Drift, as a crash between a reservation and its session would leave.
+    counters_.add(session_limits::sessions_key, 5, [](result<std::int64_t>) {});
+    close();
+    open();
+    // Only the persistent session survives the restart; the counter says so again.
+    EXPECT_EQ(sessions(), 1);
+    auto [n, n_ack] = try_connect("n");
+    EXPECT_EQ(n_ack.reason_code, mqtt::reason_code::success);
+    EXPECT_EQ(sessions(), 2);
 }
 
 }  // namespace

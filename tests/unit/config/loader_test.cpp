@@ -823,5 +823,31 @@ TEST(config_loader, a_malformed_rate_limit_names_key_variable_and_format) {
     }
 }
 
+TEST(config_loader, session_limits_default_off_and_follow_tbmq_variables) {
+    const auto off = parse_config("", with_env({}));
+    EXPECT_EQ(off.mqtt.sessions_limit, 0);
+    EXPECT_EQ(off.mqtt.application_clients_limit, 0);
+    const auto c = parse_config("", with_env({{"MQTT_SESSIONS_LIMIT", "1000"},
+                                              {"MQTT_APPLICATION_CLIENTS_LIMIT", "10"}}));
+    EXPECT_EQ(c.mqtt.sessions_limit, 1000);
+    EXPECT_EQ(c.mqtt.application_clients_limit, 10);
+}
+
+TEST(config_loader, a_bad_session_limit_names_its_key) {
+    for (const auto& [env, key] : std::vector<std::pair<std::string, std::string>>{
+             {"MQTT_SESSIONS_LIMIT", "mqtt.sessions-limit"},
+             {"MQTT_APPLICATION_CLIENTS_LIMIT", "mqtt.application-clients-limit"}}) {
+        for (const char* bad : {"-1", "lots", "3000000000"}) {
+            try {
+                parse_config("", with_env({{env, bad}}));
+                FAIL() << env << "=" << bad << " must be rejected";
+            } catch (const config_error& e) {
+                EXPECT_EQ(e.key(), key);
+                EXPECT_THAT(e.what(), HasSubstr(env));
+            }
+        }
+    }
+}
+
 }  // namespace
 }  // namespace starling::config

@@ -1,0 +1,218 @@
+#include "http/drops_api.h"
+
+#include <nlohmann/json.hpp>
+#include <openssl/crypto.h>
+
+#include <charconv>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <unordered_map>
+
+namespace starling::http {
+namespace {
+
+using json = nlohmann::json;
+constexpr std::string_view path = "/api/drops";
+constexpr std::size_t default_limit = 20;
+constexpr std::size_t max_limit = 1000;
+
+// Same check as the credentials API (constant-time comparison of the bearer token).
+bool authorized(const request& req, const std::string& token) {
+    for (const auto* header : {"Authorization", "X-Authorization"}) {
+        auto it = req.find(header);
+        if (it == req.end()) {
+            continue;
+        }
+        std::string_view value = it->value();
+        if (!value.starts_with("Bearer ")) {
+            continue;
+        }
+        value.remove_prefix(7);
+        if (value.size() == token.size() &&
+            CRYPTO_memcmp(value.data(), token.data(), token.size()) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+int hex_value(char c) {
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+    if (c >= 'A' && c <= 'F') {
+        return c - 'A' + 10;
+    }
+    return -1;
+}
+
+std::optional<std::string> url_decode(std::string_view in) {
+    std::string out;
+    out.reserve(in.size());
+    for (std::size_t i = 0; i < in.size(); ++i) {
+        if (in[i] == '+') {
+            out.push_back(' ');
+        } else if (in[i] == '%') {
+            if (i + 2 >= in.size()) {
+                return std::nullopt;
+            }
+            const int hi = hex_value(in[i + 1]);
+            const int lo = hex_value(in[i + 2]);
+            if (hi < 0 || lo < 0) {
+                return std::nullopt;
+            }
+            out.push_back(static_cast<char>(hi * 16 + lo));
+            i += 2;
+        } else {
+            out.push_back(in[i]);
+        }
+    }
+    return out;
+}
+
+std::optional<std::unordered_map<std::string, std::string>> query_of(const request& req) {
+    std::unordered_map<std::string, std::string> params;
+    const std::string_view target(req.target().data(), req.target().size());
+    const std::size_t q = target.find('?');
+    if (q == std::string_view::npos) {
+        return params;
+    }
+    std::string_view rest = target.substr(q + 1);
+    while (!rest.empty()) {
+        const std::size_t amp = rest.find('&');
+        const std::string_view pair = rest.substr(0, amp);
+        rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+        if (pair.empty()) {
+            continue;
+        }
+        const std::size_t eq = pair.find('=');
+        auto key = url_decode(pair.substr(0, eq));
+        auto value =
+            url_decode(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1));
+        if (!key || !value) {
+            return std::nullopt;
+        }
+        params[*key] = std::move(*value);
+    }
+    return params;
+}
+
+json counts_json(const metrics::drop_counts& counts) {
+    json out = json::object();
+    for (std::size_t i = 0; i < metrics::drop_reason_count; ++i) {
+        if (counts[i] != 0) {
+            out[std::string(metrics::to_string(static_cast<metrics::drop_reason>(i)))] = counts[i];
+        }
+    }
+    return out;
+}
+
+response bad_request(std::string_view message) {
+    return error_response(status_code::bad_request, message);
+}
+
+response answer(const request& req, const metrics::drop_log& drops) {
+    auto params = query_of(req);
+    if (!params) {
+        return bad_request("malformed query string");
+    }
+    const auto get = [&](const char* name) -> const std::string* {
+        auto it = params->find(name);
+        return it == params->end() ? nullptr : &it->second;
+    };
+    metrics::drop_query q;
+    const std::string* by = get("by");
+    const std::string* client_id = get("clientId");
+    const std::string* topic = get("topic");
+    if (by != nullptr) {
+        if (*by == "client") {
+            q.by = metrics::drop_key_kind::client;
+        } else if (*by == "topic") {
+            q.by = metrics::drop_key_kind::topic;
+        } else {
+            return bad_request("by: expected client or topic, got '" + *by + "'");
+        }
+    } else if (topic != nullptr && client_id == nullptr) {
+        q.by = metrics::drop_key_kind::topic;
+    }
+    if (client_id != nullptr) {
+        if (q.by != metrics::drop_key_kind::client) {
+            return bad_request(
+                "clientId: only with by=client (drops are kept per client and per "
+                "topic, not per pair)");
+        }
+        q.key = *client_id;
+    }
+    if (topic != nullptr) {
+        if (q.by != metrics::drop_key_kind::topic) {
+            return bad_request(
+                "topic: only with by=topic (drops are kept per client and per "
+                "topic, not per pair)");
+        }
+        q.key = *topic;
+    }
+    if (const std::string* reason = get("reason")) {
+        metrics::drop_reason r{};
+        if (!metrics::drop_reason_from_string(*reason, r)) {
+            std::string known;
+            for (std::size_t i = 0; i < metrics::drop_reason_count; ++i) {
+                known += (i == 0 ? "" : ", ");
+                known += metrics::to_string(static_cast<metrics::drop_reason>(i));
+            }
+            return bad_request("reason: unknown reason '" + *reason + "' (one of " + known + ")");
+        }
+        q.reason = r;
+    }
+    q.limit = default_limit;
+    if (const std::string* limit = get("limit")) {
+        std::size_t n = 0;
+        const auto* end = limit->data() + limit->size();
+        const auto [ptr, ec] = std::from_chars(limit->data(), end, n);
+        if (ec != std::errc() || ptr != end || n < 1 || n > max_limit) {
+            return bad_request("limit: expected an integer from 1 to " + std::to_string(max_limit) +
+                               ", got '" + *limit + "'");
+        }
+        q.limit = n;
+    }
+
+    const auto report = drops.query(q);
+    const char* key_name = q.by == metrics::drop_key_kind::client ? "clientId" : "topic";
+    json data = json::array();
+    for (const auto& row : report.rows) {
+        data.push_back(
+            {{key_name, row.key}, {"total", row.total}, {"reasons", counts_json(row.counts)}});
+    }
+    json body = {
+        {"by", q.by == metrics::drop_key_kind::client ? "client" : "topic"},
+        {"windowSeconds", drops.window().count()},
+        {"bucketSeconds", drops.bucket_length().count()},
+        {"total", report.total},
+        {"totals", counts_json(report.totals)},
+        {"keys", report.keys},
+        {"evictions", report.evictions},
+        {"matching", report.matching},
+        {"data", std::move(data)},
+    };
+    return make_response(status_code::ok, "application/json", body.dump());
+}
+
+}  // namespace
+
+void add_drops_routes(router& routes, const metrics::drop_log& drops, std::string admin_token) {
+    if (admin_token.empty()) {
+        return;
+    }
+    auto token = std::make_shared<const std::string>(std::move(admin_token));
+    routes.add(verb::get, std::string(path), [&drops, token](const request& req) -> response {
+        if (!authorized(req, *token)) {
+            return error_response(status_code::unauthorized, "missing or wrong bearer token");
+        }
+        return answer(req, drops);
+    });
+}
+
+}  // namespace starling::http
