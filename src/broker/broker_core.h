@@ -15,6 +15,7 @@
 #include "auth/blocked_clients.h"
 #include "base/result.h"
 #include "broker/app_shared_topics.h"
+#include "broker/group_inbox.h"
 #include "broker/message.h"
 #include "broker/retained_store.h"
 #include "broker/session_limits.h"
@@ -68,6 +69,8 @@ class broker_core {
     // msg.app.shared.<filter> topics (APPLICATION shared subscriptions); blocking, see its header.
     app_shared_topics& app_shared() { return app_shared_; }
     std::int64_t now_ms() const { return clock_.epoch_ms(); }
+    // Shared groups whose waiting copies a local member is moving (group_inbox.h).
+    group_inbox_moves& group_moves() { return group_moves_; }
 
     // The live actor of a client, created when absent.
     std::shared_ptr<client_actor> actor_for(const std::string& client_id);
@@ -148,6 +151,7 @@ class broker_core {
     void set_stopping() { stopping_.store(true, std::memory_order_release); }
 
   private:
+    group_inbox_moves group_moves_;
     settings cfg_;
     message_log& log_;
     device_inbox& inbox_;

@@ -2,6 +2,7 @@
 
 #include "broker/application_delivery.h"
 #include "broker/broker_core.h"
+#include "broker/group_inbox.h"
 #include "broker/session_coordinator.h"
 #include "mqtt/encoder.h"
 #include "mqtt/topic.h"
@@ -683,6 +684,7 @@ void client_actor::complete_connect(std::uint64_t channel_id, bool session_prese
         inbox_dirty_ = true;
         pump_inbox();
         pump_app();
+        take_group_inboxes(nullptr);
     }
     drain_early_packets(channel_id);
 }
@@ -1312,6 +1314,7 @@ void client_actor::on_subscribe(mqtt::subscribe&& s) {
     std::vector<mqtt::reason_code> codes;
     codes.reserve(s.subscriptions.size());
     std::vector<std::pair<stored_subscription, bool>> retained_candidates;  // sub, existed
+    std::vector<stored_subscription> new_shared;  // this client joins these groups
     for (auto& req : s.subscriptions) {
         std::string_view filter = req.filter;
         std::string_view group;
@@ -1372,14 +1375,17 @@ void client_actor::on_subscribe(mqtt::subscribe&& s) {
         codes.push_back(static_cast<mqtt::reason_code>(granted));
         if (group.empty()) {
             retained_candidates.emplace_back(std::move(sub), existed);
+        } else if (!existed) {
+            new_shared.push_back(std::move(sub));
         }
     }
     app_sync_shared();
     const std::uint64_t channel_id = conn_->id;
     const std::uint16_t packet_id = s.packet_id;
-    write_subscriptions(bind_status(
-        [channel_id, packet_id, codes = std::move(codes),
-         retained_candidates = std::move(retained_candidates)](client_actor& a, status st) mutable {
+    write_subscriptions(
+        bind_status([channel_id, packet_id, codes = std::move(codes),
+                     retained_candidates = std::move(retained_candidates),
+                     new_shared = std::move(new_shared)](client_actor& a, status st) mutable {
             if (!a.conn_ || a.conn_->id != channel_id) {
                 return;
             }
@@ -1400,6 +1406,9 @@ void client_actor::on_subscribe(mqtt::subscribe&& s) {
                     continue;
                 }
                 a.deliver_retained(sub);
+            }
+            for (const auto& sub : new_shared) {
+                a.take_group_inboxes(&sub);
             }
         }));
 }
@@ -1552,6 +1561,39 @@ void client_actor::on_writability(const client_msg::writability& w) {
     pump_queued();
     pump_inbox();
     pump_app();
+    if (!was) {
+        take_group_inboxes(nullptr);
+    }
+}
+
+void client_actor::take_group_inboxes(const stored_subscription* only) {
+    // Only persistent DEVICE members take over waiting copies: they have an inbox to keep them
+    // in. A congested member leaves them for one that can deliver now.
+    if (!persistent_ || type_ != client_type::device || !delivering() ||
+        !writable_.load(std::memory_order_relaxed)) {
+        return;
+    }
+    const auto take = [this](const stored_subscription& sub) {
+        if (sub.share_group.empty() || sub.options.qos == mqtt::qos::at_most_once) {
+            return;
+        }
+        std::weak_ptr<client_actor> weak = weak_from_this();
+        move_group_inbox(core_, client_id_, sub, [weak](std::size_t moved) {
+            if (moved == 0) {
+                return;
+            }
+            if (auto self = weak.lock()) {
+                self->tell_control(client_msg::inbox_signal{});
+            }
+        });
+    };
+    if (only != nullptr) {
+        take(*only);
+        return;
+    }
+    for (const auto& [key, sub] : subscriptions_) {
+        take(sub);
+    }
 }
 
 void client_actor::start_resume_backoff() {

@@ -309,6 +309,9 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     // delivery waits until they are acknowledged or the backoff schedule
     // (settings::writable_resume_backoff) runs out, instead of flooding a client that is still
     // working through its acknowledgements. The generation ignores a timer that fired late.
+    // Persistent DEVICE member of shared groups that can deliver now: moves the copies waiting
+    // in its groups' inboxes (group_inbox.h) into its own; `only` = just that subscription.
+    void take_group_inboxes(const stored_subscription* only);
     void start_resume_backoff();
     void on_resume_backoff(std::uint64_t channel_id, std::uint64_t generation);
     void arm_resume_backoff();

@@ -3,6 +3,7 @@
 #include "broker/batch_offsets.h"
 #include "broker/broker_core.h"
 #include "broker/client_actor.h"
+#include "broker/group_inbox.h"
 #include "routing/subscription_trie.h"
 
 #include "proto/starling.pb.h"
@@ -210,8 +211,11 @@ void publish_router::route(const message_ptr& msg, batch& b) {
             }
         }
         if (!members.empty()) {
-            if (target* pick = pick_member(*msg, it->group_key, members)) {
+            bool persistent_member = false;
+            if (target* pick = pick_member(*msg, it->group_key, members, persistent_member)) {
                 chosen.push_back(pick);
+            } else if (persistent_member) {
+                produce_group_inbox(msg, it->group_key, b);
             } else {
                 core_.probe().message_dropped(metrics::drop_reason::no_usable_shared_member, {},
                                               msg->topic);
@@ -284,10 +288,10 @@ bool publish_router::forward_to_owner(const message_ptr& msg, const target& t, m
 
 publish_router::target* publish_router::pick_member(const app_message& msg,
                                                     const std::string& group_key,
-                                                    const std::vector<target*>& members) {
+                                                    const std::vector<target*>& members,
+                                                    bool& persistent_member) {
     const std::size_t count = members.size();
     const std::size_t start = pick_shared_member(group_key, count);
-    target* persistent_pick = nullptr;
     for (std::size_t k = 0; k < count; ++k) {
         target& candidate = *members[(start + k) % count];
         auto actor = core_.sessions().find_actor(candidate.client_id);
@@ -298,15 +302,28 @@ publish_router::target* publish_router::pick_member(const app_message& msg,
             connected_elsewhere(candidate.client_id)) {
             return &candidate;  // a member connected on another node (forwarded)
         }
-        if (persistent_pick == nullptr && msg.qos != mqtt::qos::at_most_once &&
-            candidate.qos != 0) {
+        if (!persistent_member && msg.qos != mqtt::qos::at_most_once && candidate.qos != 0) {
             auto session = core_.sessions().find_session(candidate.client_id);
-            if (session && session->persistent) {
-                persistent_pick = &candidate;
-            }
+            persistent_member = session && session->persistent;
         }
     }
-    return persistent_pick;
+    return nullptr;
+}
+
+void publish_router::produce_group_inbox(const message_ptr& msg, std::string_view group_key,
+                                         batch& b) {
+    const auto split = group_key.find('\0');
+    proto::persisted_msg pm;
+    to_proto(*msg, *pm.mutable_msg());
+    // The message's own QoS and retain flag: the member that takes the copy applies its
+    // subscription (group_inbox.cpp). No client id: the record key is the group's inbox.
+    pm.set_qos(static_cast<std::uint32_t>(msg->qos));
+    pm.set_retain(msg->retain);
+    b.add();
+    core_.log().produce(core_.topics().msg_persisted(),
+                        group_inbox_key(group_key.substr(0, split), group_key.substr(split + 1)),
+                        pm.SerializeAsString(), {},
+                        [&b](result<produce_ack> r) { b.complete(static_cast<bool>(r)); });
 }
 
 void publish_router::produce_app_shared(const message_ptr& msg, std::string_view filter, batch& b) {

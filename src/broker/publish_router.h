@@ -66,10 +66,13 @@ class publish_router {
     // Cluster mode: the mirrored session of the client is connected on another node.
     bool connected_elsewhere(const std::string& client_id) const;
     std::size_t pick_shared_member(const std::string& group_key, std::size_t members);
-    // Round-robin among `members` of one group: the first usable one from the group's turn, else
-    // a persistent one (its copy is kept), else null.
+    // Round-robin among `members` of one group: the first usable one (connected here with a
+    // writable channel, or connected on another node) from the group's turn, else null;
+    // `persistent_member` tells whether a persistent DEVICE member could keep the copy.
     target* pick_member(const app_message& msg, const std::string& group_key,
-                        const std::vector<target*>& members);
+                        const std::vector<target*>& members, bool& persistent_member);
+    // A QoS 1/2 copy no member can take now, to the group's inbox (group_inbox.h).
+    void produce_group_inbox(const message_ptr& msg, std::string_view group_key, batch& b);
     // The group's copy for its persistent APPLICATION members, to msg.app.shared.<filter>.
     void produce_app_shared(const message_ptr& msg, std::string_view filter, batch& b);
 

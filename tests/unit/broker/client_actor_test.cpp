@@ -7,6 +7,7 @@
 #include "adapters/embedded/message_log.h"
 #include "adapters/embedded/shared_counters.h"
 #include "adapters/embedded/sqlite_metadata_store.h"
+#include "broker/group_inbox.h"
 #include "broker/node.h"
 #include "metrics/drop_log.h"
 #include "metrics/registry.h"
@@ -963,6 +964,116 @@ TEST_F(broker_fixture_resume, writable_again_with_nothing_in_flight_resumes_at_o
     for (int i = 1; i <= 2; ++i) {
         EXPECT_EQ(sub->expect<mqtt::publish>(5s).payload, std::to_string(i));
     }
+}
+
+}  // namespace
+}  // namespace starling::broker
+
+namespace starling::broker {
+namespace {
+
+// Shared groups with persistent DEVICE members (group_inbox.h): a copy no member can take now
+// waits in the group's inbox for whichever member is available first.
+class broker_fixture_group_inbox : public broker_fixture_resume {
+  protected:
+    std::shared_ptr<fake_channel> member(const std::string& id, bool present = false) {
+        auto ch = connect(id, false, mqtt::protocol_version::v5, 3600, present);
+        if (!present) {
+            subscribe(id, *ch, "$share/g/s/#", mqtt::qos::at_least_once);
+        }
+        return ch;
+    }
+    void leave(const std::string& id, fake_channel& ch) {
+        send(id, ch, mqtt::disconnect{});
+        ASSERT_TRUE(ch.wait_closed());
+    }
+    std::size_t group_inbox_size() {
+        std::promise<std::size_t> size;
+        node_->core().inbox().read_pending(group_inbox_key("g", "s/#"), 1000,
+                                           [&](result<std::vector<inbox_message>> r) {
+                                               size.set_value(r ? r.value().size() : 0);
+                                           });
+        return size.get_future().get();
+    }
+    // A PUBACK means the message is in the log, not that it was routed: poll (bounded) until
+    // the router has put `count` copies in the group's inbox.
+    void wait_group_inbox(std::size_t count) {
+        for (int i = 0; i < 250 && group_inbox_size() < count; ++i) {
+            std::this_thread::sleep_for(20ms);
+        }
+        ASSERT_EQ(group_inbox_size(), count);
+    }
+    void publish_to_group(fake_channel& pub, int first, int count) {
+        for (int i = first; i < first + count; ++i) {
+            send("pub", pub,
+                 mqtt::publish{.topic = "s/x",
+                               .payload = std::to_string(i),
+                               .qos = mqtt::qos::at_least_once,
+                               .packet_id = static_cast<std::uint16_t>(i),
+                               .properties = {}});
+        }
+        for (int i = first; i < first + count; ++i) {
+            EXPECT_EQ(pub.expect<mqtt::puback>().packet_id, i);
+        }
+    }
+};
+
+TEST_F(broker_fixture_group_inbox, copies_wait_for_whichever_member_comes_back_first) {
+    auto a = member("a");
+    leave("a", *a);
+    auto b = member("b");
+    leave("b", *b);
+    auto pub = connect("pub", true);
+    publish_to_group(*pub, 1, 10);
+    wait_group_inbox(10);
+
+    // b is back first and gets every copy, in order — not the half round-robin gave it.
+    auto b_again = member("b", true);
+    for (int i = 1; i <= 10; ++i) {
+        auto msg = b_again->expect<mqtt::publish>();
+        EXPECT_EQ(msg.payload, std::to_string(i));
+        send("b", *b_again, mqtt::puback{msg.packet_id, mqtt::reason_code::success, {}});
+    }
+    auto a_again = member("a", true);
+    EXPECT_FALSE(a_again->next(300ms)) << "a copy delivered to both members";
+    EXPECT_EQ(dropped("no_usable_shared_member"), 0);
+}
+
+TEST_F(broker_fixture_group_inbox, a_congested_member_takes_the_copies_once_it_drains) {
+    auto a = member("a");
+    auto b = member("b");
+    leave("b", *b);
+    ASSERT_TRUE(node_->core().actor_for("a")->tell_control(
+        client_msg::writability{.channel_id = a->id(), .writable = false}));
+    sync_with(node_->core().actor_for("a"));
+    auto pub = connect("pub", true);
+    publish_to_group(*pub, 1, 5);
+    wait_group_inbox(5);
+    EXPECT_FALSE(a->next(300ms)) << "delivered to a non-writable channel";
+
+    ASSERT_TRUE(node_->core().actor_for("a")->tell_control(
+        client_msg::writability{.channel_id = a->id(), .writable = true}));
+    for (int i = 1; i <= 5; ++i) {
+        EXPECT_EQ(a->expect<mqtt::publish>(5s).payload, std::to_string(i));
+    }
+    auto b_again = member("b", true);
+    EXPECT_FALSE(b_again->next(300ms)) << "a copy delivered to both members";
+}
+
+TEST_F(broker_fixture_group_inbox, without_a_persistent_member_the_copy_is_dropped_and_counted) {
+    // A non-persistent member that is congested: nobody could keep the copy.
+    auto a = connect("a", true);
+    subscribe("a", *a, "$share/g/s/#", mqtt::qos::at_least_once);
+    ASSERT_TRUE(node_->core().actor_for("a")->tell_control(
+        client_msg::writability{.channel_id = a->id(), .writable = false}));
+    sync_with(node_->core().actor_for("a"));
+    auto pub = connect("pub", true);
+    publish_to_group(*pub, 1, 3);
+    for (int i = 0; i < 250 && dropped("no_usable_shared_member") < 3; ++i) {
+        std::this_thread::sleep_for(20ms);
+    }
+    EXPECT_EQ(dropped("no_usable_shared_member"), 3);
+    EXPECT_EQ(group_inbox_size(), 0U);
 }
 
 }  // namespace

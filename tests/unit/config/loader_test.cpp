@@ -827,8 +827,8 @@ TEST(config_loader, session_limits_default_off_and_follow_tbmq_variables) {
     const auto off = parse_config("", with_env({}));
     EXPECT_EQ(off.mqtt.sessions_limit, 0);
     EXPECT_EQ(off.mqtt.application_clients_limit, 0);
-    const auto c = parse_config("", with_env({{"MQTT_SESSIONS_LIMIT", "1000"},
-                                              {"MQTT_APPLICATION_CLIENTS_LIMIT", "10"}}));
+    const auto c = parse_config(
+        "", with_env({{"MQTT_SESSIONS_LIMIT", "1000"}, {"MQTT_APPLICATION_CLIENTS_LIMIT", "10"}}));
     EXPECT_EQ(c.mqtt.sessions_limit, 1000);
     EXPECT_EQ(c.mqtt.application_clients_limit, 10);
 }
