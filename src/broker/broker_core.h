@@ -22,6 +22,7 @@
 #include "broker/topics.h"
 #include "metrics/broker_probe.h"
 #include "metrics/log_probe.h"
+#include "ratelimit/quota_lease.h"
 #include "routing/subscription_trie.h"
 #include "starling/clock.h"
 #include "starling/device_inbox.h"
@@ -99,6 +100,10 @@ class broker_core {
     // cluster-wide limits are off (unit tests).
     void set_shared_counters(starling::shared_counters* counters) { shared_counters_ = counters; }
     starling::shared_counters* shared_counters() const { return shared_counters_; }
+    // The cluster-wide throughput quota (mqtt.rate-limits.total), built by the daemon. Set
+    // before start and never changed; null = no quota (disabled, or unit tests without one).
+    void set_quota(ratelimit::quota_lease* quota) { quota_ = quota; }
+    ratelimit::quota_lease* quota() const { return quota_; }
     const auth::blocked_clients* blocked() const { return blocked_; }
 
     // Cluster mode: the node's session coordinator (CONNECT requests, disconnect and session-end
@@ -162,6 +167,7 @@ class broker_core {
     auth::authenticator* authenticator_ = nullptr;
     const auth::blocked_clients* blocked_ = nullptr;
     starling::shared_counters* shared_counters_ = nullptr;
+    ratelimit::quota_lease* quota_ = nullptr;
     session_coordinator* coordinator_ = nullptr;
 };
 

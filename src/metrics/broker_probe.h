@@ -62,6 +62,14 @@ class broker_probe {
     // A cluster-wide rate-limit bucket could not be reached and the copies were let through
     // (fail open; rateLimitStoreErrors_total).
     void rate_limit_store_failed();
+    // The cluster-wide throughput quota (ratelimit/quota_lease.h).
+    void quota_charged(std::int64_t tokens);            // throughputQuotaCharged_total
+    void quota_admitted_in_grace(std::int64_t tokens);  // throughputQuotaGraceAdmitted_total
+    void quota_refused();                               // throughputQuotaRefused_total
+    void quota_degraded();                              // throughputQuotaDegraded_total
+    void quota_waiting(std::int64_t delta);             // throughputQuotaWaitingPackets
+    // Set from live state before each scrape: throughputQuotaLocalBalance, ..Reached (0/1).
+    void quota_state(std::int64_t balance, bool reached);
 
   private:
     prometheus::Gauge& connected_;
@@ -75,6 +83,13 @@ class broker_probe {
     std::array<prometheus::Counter*, drop_reason_count> dropped_{};
     prometheus::Counter* session_request_timeouts_ = nullptr;
     prometheus::Counter* rate_limit_store_errors_ = nullptr;
+    prometheus::Counter* quota_charged_ = nullptr;
+    prometheus::Counter* quota_grace_admitted_ = nullptr;
+    prometheus::Counter* quota_refused_ = nullptr;
+    prometheus::Counter* quota_degraded_ = nullptr;
+    prometheus::Gauge* quota_waiting_ = nullptr;
+    prometheus::Gauge* quota_balance_ = nullptr;
+    prometheus::Gauge* quota_reached_ = nullptr;
 };
 
 }  // namespace starling::metrics
