@@ -1915,6 +1915,7 @@ bool client_actor::quota_admits_publish(mqtt::publish& p) {
         quota_charging_ = std::move(p);
         quota_channel_ = conn_->id;
         core_.probe().quota_waiting(1);
+        core_.probe().quota_charge_waited();
         return false;
     }
     quota_report(*v, cost);

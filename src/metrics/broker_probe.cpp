@@ -89,6 +89,8 @@ broker_probe::broker_probe(prometheus::Registry& registry)
                 "Packets refused because the quota's shared bucket was unreachable past the grace");
     quota_waiting_ = &gauge(registry, "throughputQuotaWaitingPackets",
                             "Packets held behind a publish waiting for quota tokens");
+    quota_waits_ = counter("throughputQuotaChargeWaits_total",
+                           "Publishes whose quota charge waited for a draw from the shared bucket");
     quota_balance_ = &gauge(registry, "throughputQuotaLocalBalance",
                             "Quota tokens this node holds (drawn, not yet charged or returned)");
     quota_reached_ = &gauge(registry, "throughputQuotaReached",
@@ -108,6 +110,7 @@ void broker_probe::quota_degraded() { quota_degraded_->Increment(); }
 void broker_probe::quota_waiting(std::int64_t delta) {
     quota_waiting_->Increment(static_cast<double>(delta));
 }
+void broker_probe::quota_charge_waited() { quota_waits_->Increment(); }
 void broker_probe::quota_state(std::int64_t balance, bool reached) {
     quota_balance_->Set(static_cast<double>(balance));
     quota_reached_->Set(reached ? 1.0 : 0.0);

@@ -68,6 +68,7 @@ class broker_probe {
     void quota_refused();                               // throughputQuotaRefused_total
     void quota_degraded();                              // throughputQuotaDegraded_total
     void quota_waiting(std::int64_t delta);             // throughputQuotaWaitingPackets
+    void quota_charge_waited();                         // throughputQuotaChargeWaits_total
     // Set from live state before each scrape: throughputQuotaLocalBalance, ..Reached (0/1).
     void quota_state(std::int64_t balance, bool reached);
 
@@ -88,6 +89,7 @@ class broker_probe {
     prometheus::Counter* quota_refused_ = nullptr;
     prometheus::Counter* quota_degraded_ = nullptr;
     prometheus::Gauge* quota_waiting_ = nullptr;
+    prometheus::Counter* quota_waits_ = nullptr;
     prometheus::Gauge* quota_balance_ = nullptr;
     prometheus::Gauge* quota_reached_ = nullptr;
 };

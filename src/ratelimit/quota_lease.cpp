@@ -69,6 +69,7 @@ quota_lease::quota_lease(shared_counters& counters, const clock& clk, quota_opti
       clock_(clk),
       options_(std::move(options)),
       block_size_(derive_block_size(options_.limits, options_.block_size)),
+      overdraft_limit_(std::max(block_size_, derive_block_size(options_.limits, 0))),
       empty_backoff_(derive_empty_backoff(options_.limits, block_size_)) {
     next_return_ = clock_.steady_now() + options_.lease_return;
 }
@@ -215,10 +216,10 @@ quota_verdict quota_lease::charge_now(std::int64_t cost) {
             raise_locked(now);
             return quota_verdict::refused;
         }
-        // The bucket was not found empty: overdraw (bounded by one block) rather than refuse a
-        // packet that cannot wait; the next draw asks for the debt too.
+        // The bucket was not found empty: overdraw (bounded) rather than refuse a packet that
+        // cannot wait; the next draw asks for the debt too.
         std::int64_t b = balance_.load(std::memory_order_relaxed);
-        while (b - cost >= -block_size_) {
+        while (b - cost >= -overdraft_limit_) {
             if (balance_.compare_exchange_weak(b, b - cost, std::memory_order_acq_rel)) {
                 v = quota_verdict::admitted;
                 break;
@@ -399,6 +400,11 @@ void quota_lease::tick() {
                 while (b > 0 && !balance_.compare_exchange_weak(b, 0, std::memory_order_acq_rel)) {
                 }
                 give_back = std::max<std::int64_t>(b, 0);
+                if (give_back > 0) {
+                    // The bucket holds at least these again: it is no longer known empty.
+                    empty_until_ = {};
+                    empty_until_ns_.store(0, std::memory_order_relaxed);
+                }
             }
         }
     }

@@ -18,7 +18,10 @@
 //     as the embedded one does);
 //   - charge_now(): for callers that cannot wait (a delivery being sent, a retained message on
 //     SUBSCRIBE): when the balance is short but the bucket was not found empty, it may overdraw
-//     up to one block; the next draw pays the debt first, so the long-run rate stays exact;
+//     up to `overdraft_limit` = max(block_size, sustainedRate / 10), a tenth of a second of
+//     budget (a burst of deliveries must not be refused just because a small block's draw is
+//     still on its way); the next draw pays the debt first, so the long-run rate stays exact
+//     and the overshoot while the bucket is empty is bounded by that limit per node;
 //   - a draw that gets fewer tokens than asked means the bucket is empty: charges that the
 //     balance cannot cover are refused without asking again for `empty_backoff` (the time the
 //     bucket needs to regain one block at the sustained rate, 10 ms .. 1 s);
@@ -117,7 +120,7 @@ class quota_lease : public std::enable_shared_from_this<quota_lease> {
     // Charges `cost` tokens. Returns the verdict when it is decided now (then `later` is never
     // called); nullopt when the charge waits for the store, and then `later` runs exactly once.
     std::optional<quota_verdict> charge(std::int64_t cost, verdict_callback later);
-    // Charges `cost` tokens without waiting (may overdraw up to one block, see above).
+    // Charges `cost` tokens without waiting (may overdraw up to overdraft_limit, see above).
     quota_verdict charge_now(std::int64_t cost);
 
     // Lease return, the draw watchdog and the recovery probe. Called by the lease thread; tests
@@ -130,6 +133,7 @@ class quota_lease : public std::enable_shared_from_this<quota_lease> {
 
     std::int64_t balance() const { return balance_.load(std::memory_order_relaxed); }
     std::int64_t block_size() const { return block_size_; }
+    std::int64_t overdraft_limit() const { return overdraft_limit_; }
     const quota_options& options() const { return options_; }
     std::chrono::milliseconds empty_backoff() const { return empty_backoff_; }
 
@@ -160,6 +164,7 @@ class quota_lease : public std::enable_shared_from_this<quota_lease> {
     const clock& clock_;
     const quota_options options_;
     const std::int64_t block_size_;
+    const std::int64_t overdraft_limit_;
     const std::chrono::milliseconds empty_backoff_;
 
     std::atomic<std::int64_t> balance_{0};

@@ -373,6 +373,7 @@ def test_a_publish_waiting_for_tokens_keeps_the_order_of_what_follows(
     pub.expect_closed()
     got = receive_all(sub, within=2.0)
     assert got == [f"m{i}".encode() for i in range(count)]
+    assert metric(node, "throughputQuotaChargeWaits_total") > 0, "no publish had to wait"
     assert metric(node, "throughputQuotaWaitingPackets") == 0
 
 

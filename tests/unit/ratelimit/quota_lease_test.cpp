@@ -178,10 +178,24 @@ TEST(quota_lease, refuses_when_the_bucket_is_short_and_raises_the_indicator) {
     EXPECT_TRUE(store.calls.empty());
 }
 
+TEST(quota_lease, charge_now_overdraws_at_most_a_tenth_of_a_second_of_budget) {
+    manual_clock clk;
+    fake_counters store;
+    // 1000/s sustained: a configured block of 1 still allows a debt of 100 (a tenth of a second).
+    auto lease = quota_lease::create(store, clk, options({{1000, 1}}, 1));
+    EXPECT_EQ(lease->overdraft_limit(), 100);
+    for (int i = 0; i < 100; ++i) {
+        ASSERT_EQ(lease->charge_now(1), quota_verdict::admitted) << i;
+    }
+    EXPECT_EQ(lease->charge_now(1), quota_verdict::refused);
+    ASSERT_EQ(store.calls.size(), 1u);  // one draw in flight, not one per charge
+}
+
 TEST(quota_lease, charge_now_overdraws_at_most_one_block_and_the_next_draw_pays_it) {
     manual_clock clk;
     fake_counters store;
-    auto lease = quota_lease::create(store, clk, options({{1000, 1}}, 10));
+    auto lease = quota_lease::create(store, clk, options({{100, 1}}, 10));
+    EXPECT_EQ(lease->overdraft_limit(), 10);
     // Nothing drawn: a delivery cannot wait, so it overdraws and starts a draw.
     EXPECT_EQ(lease->charge_now(4), quota_verdict::admitted);
     EXPECT_EQ(lease->balance(), -4);
@@ -218,6 +232,23 @@ TEST(quota_lease, returns_the_unused_balance_every_lease_return_period) {
     clk.advance(1000ms);
     lease->tick();
     EXPECT_EQ(store.refunds.size(), 1u);  // nothing left to return
+}
+
+TEST(quota_lease, returned_tokens_end_the_empty_backoff) {
+    manual_clock clk;
+    fake_counters store;
+    auto lease = quota_lease::create(store, clk, options({{20, 3600}}, 10, 100ms));
+    verdicts v;
+    lease->charge(1, v.sink());
+    store.answer(5);  // short: the bucket is empty, balance 4
+    EXPECT_EQ(v.got.back(), quota_verdict::admitted);
+    clk.advance(100ms);
+    lease->tick();  // the 4 go back to the bucket
+    ASSERT_EQ(store.refunds.size(), 1u);
+    ASSERT_GT(lease->empty_backoff(), 100ms);  // still inside it
+    // The bucket is known to hold the returned tokens: the charge asks for them.
+    EXPECT_EQ(lease->charge(1, v.sink()), std::nullopt);
+    EXPECT_EQ(store.calls.size(), 1u);
 }
 
 TEST(quota_lease, lease_return_zero_keeps_the_tokens) {
