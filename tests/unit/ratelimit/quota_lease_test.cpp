@@ -4,10 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <deque>
+#include <functional>
+#include <future>
 #include <mutex>
 #include <optional>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 namespace starling::ratelimit {
@@ -381,6 +386,137 @@ TEST(quota_lease, two_leases_share_one_bucket) {
         ++more;
     }
     EXPECT_GE(more, held);
+}
+
+}  // namespace
+}  // namespace starling::ratelimit
+
+namespace starling::ratelimit {
+namespace {
+
+// A store that answers on its own thread, later, like the Redis adapter's worker.
+class threaded_counters final : public shared_counters {
+  public:
+    explicit threaded_counters(std::int64_t tokens) : tokens_(tokens) {
+        worker_ = std::thread([this] { run(); });
+    }
+    ~threaded_counters() override {
+        {
+            std::lock_guard lock(mutex_);
+            stopping_ = true;
+        }
+        cv_.notify_all();
+        worker_.join();
+    }
+    void add(std::string, std::int64_t, callback<std::int64_t> done) override { done(0); }
+    void get(std::string, callback<std::int64_t> done) override { done(0); }
+    void try_consume(std::string, std::vector<bandwidth>, std::int64_t tokens,
+                     callback<std::int64_t> done) override {
+        post([this, tokens, done = std::move(done)] {
+            const std::int64_t granted = std::min(tokens, tokens_);
+            tokens_ -= granted;
+            drawn_ += granted;
+            done(granted);
+        });
+    }
+    void refund(std::string, std::vector<bandwidth>, std::int64_t tokens,
+                callback<std::int64_t> done) override {
+        post([this, tokens, done = std::move(done)] {
+            tokens_ += tokens;
+            drawn_ -= tokens;
+            done(tokens);
+        });
+    }
+    bool healthy() const override { return true; }
+    // Tokens out of the bucket now (drawn less refunded), once every queued call ran.
+    std::int64_t drawn() {
+        std::promise<std::int64_t> p;
+        post([&] { p.set_value(drawn_); });
+        return p.get_future().get();
+    }
+
+  private:
+    void post(std::function<void()> fn) {
+        {
+            std::lock_guard lock(mutex_);
+            queue_.push_back(std::move(fn));
+        }
+        cv_.notify_all();
+    }
+    void run() {
+        std::unique_lock lock(mutex_);
+        while (true) {
+            cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+            if (queue_.empty()) {
+                return;
+            }
+            auto fn = std::move(queue_.front());
+            queue_.pop_front();
+            lock.unlock();
+            fn();
+            lock.lock();
+        }
+    }
+
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    std::deque<std::function<void()>> queue_;
+    bool stopping_ = false;
+    std::int64_t tokens_;  // worker thread only
+    std::int64_t drawn_ = 0;
+    std::thread worker_;
+};
+
+TEST(quota_lease_concurrency, charges_from_many_threads_never_create_tokens) {
+    constexpr std::int64_t budget = 5000;
+    threaded_counters store(budget);
+    // A long window: nothing refills; block 7 so draws, waits and overdrafts all happen.
+    auto lease =
+        quota_lease::create(store, system_clock::instance(), options({{budget, 3600}}, 7, 0ms));
+    std::atomic<std::int64_t> admitted{0};
+    std::atomic<std::int64_t> later_admitted{0};
+    std::atomic<std::int64_t> pending{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t) {
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < 1000; ++i) {
+                const std::int64_t cost = 1 + (i + t) % 5;
+                if (i % 3 == 0) {
+                    if (is_admitted(lease->charge_now(1))) {
+                        admitted += 1;
+                    }
+                    continue;
+                }
+                ++pending;
+                auto v = lease->charge(cost, [&, cost](quota_verdict verdict) {
+                    if (is_admitted(verdict)) {
+                        later_admitted += cost;
+                    }
+                    --pending;
+                });
+                if (v) {
+                    --pending;
+                    if (is_admitted(*v)) {
+                        admitted += cost;
+                    }
+                }
+            }
+        });
+    }
+    for (auto& t : threads) {
+        t.join();
+    }
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (pending.load() != 0 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(1ms);  // polling a condition with a deadline
+    }
+    ASSERT_EQ(pending.load(), 0) << "a waiting charge never got its verdict";
+    const std::int64_t charged = admitted + later_admitted;
+    const std::int64_t drawn = store.drawn();
+    // Whatever was charged was drawn, except a debt of at most the overdraft limit.
+    EXPECT_EQ(charged + lease->balance(), drawn);
+    EXPECT_LE(charged, budget + lease->overdraft_limit());
+    EXPECT_GE(charged, budget - 8 * 5);  // the offered load is far above the budget
 }
 
 }  // namespace
