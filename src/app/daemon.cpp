@@ -16,6 +16,7 @@
 #include "http/credentials_api.h"
 #include "http/drops_api.h"
 #include "http/health.h"
+#include "http/quota_api.h"
 #include "http/server.h"
 #include "metrics/registry.h"
 #include "net/io_pool.h"
@@ -235,6 +236,10 @@ struct daemon::parts {
     metadata_store* metadata_port = nullptr;
     // Cluster-wide rate-limit buckets: in process (embedded) or in Redis (cluster).
     std::unique_ptr<shared_counters> counters;
+    // The throughput quota's lease on this node (mqtt.rate-limits.total); null when disabled.
+    // Shared: the counters' callbacks keep it alive until the counters stopped.
+    std::shared_ptr<ratelimit::quota_lease> quota;
+    metrics::refresher_handle quota_gauges;
     // Outlives the security parts: the JWT and HTTP providers hold its executor.
     std::unique_ptr<net::io_pool> io;
     security_parts security;  // outlives the node: its timers may hold the authenticator
@@ -318,7 +323,23 @@ void daemon::start() {
                                             *p.metadata_port, p.metrics,
                                             cfg_.actors.client.dispatcher_pool_size);
     p.node->core().set_shared_counters(p.counters.get());
+    if (const auto& total = cfg_.mqtt.rate_limits.total; total.enabled) {
+        ratelimit::quota_options quota;
+        quota.limits = total.config;
+        quota.block_size = total.block_size;
+        quota.lease_return = total.lease_return;
+        p.quota =
+            ratelimit::quota_lease::create(*p.counters, system_clock::instance(), std::move(quota));
+        p.node->core().set_quota(p.quota.get());
+        p.quota_gauges = p.metrics.add_refresher([quota = p.quota, &probe = p.metrics.broker()] {
+            const auto s = quota->state();
+            probe.quota_state(s.balance, s.reached);
+        });
+    }
     p.node->start();
+    if (p.quota) {
+        p.quota->start();
+    }
 
     // Authentication: credentials upserted, providers and blocked clients ready before any
     // listener opens.
@@ -338,6 +359,7 @@ void daemon::start() {
     http::add_credentials_routes(routes, *p.metadata_port, *p.security.pool,
                                  p.security.authenticator.get(), cfg_.security.admin_token);
     http::add_drops_routes(routes, p.metrics.broker().drops(), cfg_.security.admin_token);
+    http::add_quota_routes(routes, p.quota, cfg_.security.admin_token);
     p.http = std::make_unique<http::server>(p.io->context(), std::move(routes));
     if (auto st = p.http->start(cfg_.server.address, cfg_.server.port); !st) {
         throw std::runtime_error("server.port: cannot listen on " + cfg_.server.address + ":" +
@@ -462,6 +484,9 @@ void daemon::stop() {
     }
     if (p.node) {
         p.node->stop(cfg_.starling.shutdown_timeout);
+    }
+    if (p.quota) {
+        p.quota->stop();  // no more lease returns; the counters below run what is queued
     }
     if (p.http) {
         p.http->stop();

@@ -24,6 +24,7 @@
 #include "broker/topics.h"
 #include "metrics/broker_probe.h"
 #include "metrics/log_probe.h"
+#include "ratelimit/quota_lease.h"
 #include "routing/subscription_trie.h"
 #include "starling/clock.h"
 #include "starling/device_inbox.h"
@@ -108,6 +109,10 @@ class broker_core {
     // mqtt.sessions-limit / mqtt.application-clients-limit over the shared counters.
     broker::session_limits& session_limits() { return session_limits_; }
     starling::shared_counters* shared_counters() const { return shared_counters_; }
+    // The cluster-wide throughput quota (mqtt.rate-limits.total), built by the daemon. Set
+    // before start and never changed; null = no quota (disabled, or unit tests without one).
+    void set_quota(ratelimit::quota_lease* quota) { quota_ = quota; }
+    ratelimit::quota_lease* quota() const { return quota_; }
     const auth::blocked_clients* blocked() const { return blocked_; }
 
     // Cluster mode: the node's session coordinator (CONNECT requests, disconnect and session-end
@@ -173,6 +178,7 @@ class broker_core {
     const auth::blocked_clients* blocked_ = nullptr;
     starling::shared_counters* shared_counters_ = nullptr;
     broker::session_limits session_limits_{cfg_, probe_};
+    ratelimit::quota_lease* quota_ = nullptr;
     session_coordinator* coordinator_ = nullptr;
 };
 

@@ -707,6 +707,9 @@ void client_actor::drain_early_packets(std::uint64_t channel_id) {
 // Packets of a connected client
 
 void client_actor::on_packet(mqtt::packet&& p) {
+    if (quota_holds(p)) {
+        return;  // behind a PUBLISH waiting for quota tokens
+    }
     std::visit(
         [this](auto&& packet) {
             using T = std::decay_t<decltype(packet)>;
@@ -856,6 +859,15 @@ void client_actor::on_publish(mqtt::publish&& p) {
         return;
     }
 
+    if (core_.quota() != nullptr && !quota_admits_publish(p)) {
+        return;  // refused (answered and counted) or waiting for tokens
+    }
+    admit_publish(std::move(p));
+}
+
+void client_actor::admit_publish(mqtt::publish&& p) {
+    const auto& cfg = core_.cfg();
+    connection_state& c = *conn_;
     auto msg = std::make_shared<const app_message>(
         from_publish(p, client_id_, cfg.node_id, core_.now_ms()));
     const std::uint64_t seq = next_seq_++;
@@ -1060,6 +1072,10 @@ void client_actor::on_deliver(delivery&& d) {
     if (d.qos == mqtt::qos::at_most_once && !outgoing_allowed()) {
         core_.probe().message_dropped(metrics::drop_reason::outgoing_rate, client_id_,
                                       d.msg->topic);
+        return;
+    }
+    // Nothing stored this copy, so nothing paid for it: its send is its admission.
+    if (core_.quota() != nullptr && !quota_admits_copy()) {
         return;
     }
     deliver_now(std::move(d));
@@ -1418,6 +1434,10 @@ void client_actor::deliver_retained(const stored_subscription& sub) {
     core_.retained().match(sub.filter, core_.now_ms(),
                            [&](const message_ptr& msg) { found.push_back(msg); });
     for (auto& msg : found) {
+        // A new outgoing packet nothing has paid for yet: charged now (the SUBACK is sent).
+        if (core_.quota() != nullptr && !quota_admits_copy()) {
+            continue;
+        }
         delivery d;
         d.qos = static_cast<mqtt::qos>(std::min(static_cast<std::uint8_t>(msg->qos),
                                                 static_cast<std::uint8_t>(sub.options.qos)));
@@ -1508,6 +1528,9 @@ void client_actor::on_disconnect(const mqtt::disconnect& d) {
 void client_actor::on_closed(client_msg::closed&& m) {
     if (!conn_ || conn_->id != m.channel_id) {
         return;
+    }
+    if (quota_defers_close(m)) {
+        return;  // the packets before the close wait for quota tokens: they go first
     }
     if (m.protocol_error) {
         disconnect_with(*m.protocol_error, m.reason);
@@ -1704,6 +1727,7 @@ void client_actor::end_connection(std::string_view reason) {
         core_.probe().non_writable_clients(-1);  // derived from live state: never leaks
     }
     pre_connack_.clear();
+    quota_release_held();
     pending_acks_.clear();
     inbound_unacked_ = 0;
     if (!was_connected) {
@@ -1969,6 +1993,199 @@ void client_actor::on_shutdown(client_msg::shutdown&& m) {
     if (m.done) {
         m.done();
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Throughput quota (mqtt.rate-limits.total; docs/backpressure.md "Throughput quota")
+
+namespace {
+// Packets of one connection held behind a PUBLISH waiting for quota tokens. The wait is one
+// store round trip (at most the lease's answer timeout), so a well-behaved client never comes
+// near it; a client that floods during a Redis stall is disconnected (0x97) rather than held
+// without bound.
+constexpr std::size_t quota_hold_limit = 1000;
+}  // namespace
+
+std::int64_t client_actor::publish_cost(const mqtt::publish& p) const {
+    // Every actor dispatcher thread matches the trie here; registration nests and lives until
+    // the thread exits.
+    thread_local routing::rcu_reader_registration rcu_reader;
+    // The fan-out as the router will see it: one per persistent subscriber that gets a stored
+    // copy (QoS > 0 publish, QoS > 0 subscription, persistent session) and one per shared
+    // group, computed now whether or not those subscribers are online.
+    thread_local std::vector<std::string> stored;
+    thread_local std::vector<std::string> groups;
+    stored.clear();
+    groups.clear();
+    const bool qos0 = p.qos == mqtt::qos::at_most_once;
+    core_.trie().match(p.topic, [&](std::string_view filter, const routing::subscription& s) {
+        if (!s.share_group.empty()) {
+            std::string key(s.share_group);
+            key.push_back('\0');
+            key.append(filter);
+            groups.push_back(std::move(key));
+            return;
+        }
+        if (qos0 || s.options.qos == 0 || (s.options.no_local && s.client_id == client_id_)) {
+            return;
+        }
+        stored.emplace_back(s.client_id);
+    });
+    std::sort(stored.begin(), stored.end());
+    stored.erase(std::unique(stored.begin(), stored.end()), stored.end());
+    std::sort(groups.begin(), groups.end());
+    groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+    std::int64_t fan_out = static_cast<std::int64_t>(groups.size());
+    for (const auto& id : stored) {
+        auto session = core_.sessions().find_session(id);
+        if (session && session->persistent) {
+            ++fan_out;
+        }
+    }
+    return 1 + fan_out;
+}
+
+void client_actor::quota_report(ratelimit::quota_verdict v, std::int64_t cost) {
+    switch (v) {
+        case ratelimit::quota_verdict::admitted:
+            core_.probe().quota_charged(cost);
+            break;
+        case ratelimit::quota_verdict::admitted_in_grace:
+            core_.probe().quota_admitted_in_grace(cost);
+            break;
+        case ratelimit::quota_verdict::refused:
+            core_.probe().quota_refused();
+            core_.probe().message_dropped(metrics::drop_reason::quota);
+            break;
+        case ratelimit::quota_verdict::degraded:
+            core_.probe().quota_degraded();
+            core_.probe().message_dropped(metrics::drop_reason::quota);
+            break;
+    }
+}
+
+bool client_actor::quota_admits_publish(mqtt::publish& p) {
+    const std::int64_t cost = publish_cost(p);
+    const std::uint64_t seq = ++quota_seq_;
+    auto v = core_.quota()->charge(
+        cost, [self = shared_from_this(), seq, cost](ratelimit::quota_verdict verdict) {
+            self->post(
+                [seq, cost, verdict](client_actor& a) { a.on_quota_verdict(seq, cost, verdict); });
+        });
+    if (!v) {
+        quota_charging_ = std::move(p);
+        quota_channel_ = conn_->id;
+        core_.probe().quota_waiting(1);
+        core_.probe().quota_charge_waited();
+        return false;
+    }
+    quota_report(*v, cost);
+    if (ratelimit::is_admitted(*v)) {
+        return true;
+    }
+    refuse_publish(p, *v);
+    return false;
+}
+
+void client_actor::refuse_publish(const mqtt::publish& p, ratelimit::quota_verdict v) {
+    // As the incoming rate limit (TBMQ): v5 QoS 1/2 get PUBACK/PUBREC 0x97 Quota exceeded, v5
+    // QoS 0 nothing; v3 has no negative acknowledgement, so the client is disconnected. Only
+    // this not-yet-acknowledged PUBLISH is refused; nothing already accepted is discarded.
+    spdlog::debug(
+        "client {}: PUBLISH to '{}' refused by the throughput quota ({})", client_id_, p.topic,
+        v == ratelimit::quota_verdict::degraded ? "shared bucket unreachable" : "budget spent");
+    if (!conn_->v5()) {
+        disconnect_with(mqtt::reason_code::quota_exceeded, "over the cluster throughput quota");
+        return;
+    }
+    if (p.qos == mqtt::qos::at_most_once) {
+        return;
+    }
+    pending_acks_.push_back(pending_ack{.seq = 0,
+                                        .packet_id = p.packet_id,
+                                        .qos = p.qos,
+                                        .done = true,
+                                        .code = mqtt::reason_code::quota_exceeded});
+    flush_acks();
+}
+
+void client_actor::on_quota_verdict(std::uint64_t seq, std::int64_t cost,
+                                    ratelimit::quota_verdict v) {
+    quota_report(v, cost);
+    if (seq != quota_seq_ || !quota_charging_) {
+        return;  // its connection ended meanwhile
+    }
+    mqtt::publish p = std::move(*quota_charging_);
+    quota_charging_.reset();
+    core_.probe().quota_waiting(-1);
+    const std::uint64_t channel = quota_channel_;
+    if (!conn_ || conn_->id != channel) {
+        quota_release_held();
+        return;
+    }
+    if (ratelimit::is_admitted(v)) {
+        admit_publish(std::move(p));
+    } else {
+        refuse_publish(p, v);
+    }
+    // The packets that arrived meanwhile, in order, until one of them waits in turn.
+    while (!quota_charging_ && !quota_held_.empty() && conn_ && conn_->id == channel) {
+        mqtt::packet next = std::move(quota_held_.front());
+        quota_held_.pop_front();
+        core_.probe().quota_waiting(-1);
+        on_packet(std::move(next));
+    }
+    if (!conn_ || conn_->id != channel) {
+        quota_release_held();
+        return;
+    }
+    if (!quota_charging_ && quota_closed_) {
+        client_msg::closed closed = std::move(*quota_closed_);
+        quota_closed_.reset();
+        on_closed(std::move(closed));
+    }
+}
+
+bool client_actor::quota_holds(mqtt::packet& p) {
+    if (!quota_charging_) {
+        return false;
+    }
+    if (!conn_ || conn_->id != quota_channel_) {
+        quota_release_held();  // left over from an earlier connection
+        return false;
+    }
+    if (quota_held_.size() >= quota_hold_limit) {
+        disconnect_with(mqtt::reason_code::quota_exceeded,
+                        "too many packets behind a PUBLISH waiting for quota tokens");
+        return true;
+    }
+    quota_held_.push_back(std::move(p));
+    core_.probe().quota_waiting(1);
+    return true;
+}
+
+bool client_actor::quota_defers_close(client_msg::closed& m) {
+    if (!quota_charging_ || quota_channel_ != m.channel_id || m.protocol_error) {
+        return false;
+    }
+    quota_closed_ = std::move(m);
+    return true;
+}
+
+void client_actor::quota_release_held() {
+    const auto held = static_cast<std::int64_t>(quota_held_.size()) + (quota_charging_ ? 1 : 0);
+    quota_held_.clear();
+    quota_charging_.reset();
+    quota_closed_.reset();
+    if (held != 0) {
+        core_.probe().quota_waiting(-held);
+    }
+}
+
+bool client_actor::quota_admits_copy() {
+    const auto v = core_.quota()->charge_now(1);
+    quota_report(v, 1);
+    return ratelimit::is_admitted(v);
 }
 
 }  // namespace starling::broker

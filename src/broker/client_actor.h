@@ -30,6 +30,7 @@
 #include "broker/session_limits.h"
 #include "mqtt/packet.h"
 #include "mqtt/protocol_version.h"
+#include "ratelimit/quota_lease.h"
 #include "ratelimit/token_bucket.h"
 #include "starling/device_inbox.h"
 
@@ -355,6 +356,30 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     std::optional<ratelimit::token_bucket> outgoing_limit_;
     bool incoming_throttled_ = false;
     bool outgoing_throttled_ = false;
+
+    // Throughput quota (broker_core::quota(), docs/backpressure.md "Throughput quota"). A
+    // PUBLISH whose charge waits for the shared bucket is held in
+    // quota_charging_, and every later packet of its connection (and its close) behind it in
+    // quota_held_ — bounded by quota_hold_limit, counted in throughputQuotaWaitingPackets — so
+    // nothing the client sent later overtakes it. quota_seq_ tells the current charge's verdict
+    // from a stale one (a connection that ended meanwhile).
+    bool quota_admits_publish(mqtt::publish& p);
+    void on_quota_verdict(std::uint64_t seq, std::int64_t cost, ratelimit::quota_verdict v);
+    bool quota_holds(mqtt::packet& p);
+    bool quota_defers_close(client_msg::closed& m);
+    void quota_release_held();
+    // Charges one outgoing copy (a delivery at send, a retained message on SUBSCRIBE) without
+    // waiting; false = refused and counted.
+    bool quota_admits_copy();
+    std::int64_t publish_cost(const mqtt::publish& p) const;
+    void quota_report(ratelimit::quota_verdict v, std::int64_t cost);
+    void refuse_publish(const mqtt::publish& p, ratelimit::quota_verdict v);
+    void admit_publish(mqtt::publish&& p);
+    std::optional<mqtt::publish> quota_charging_;
+    std::deque<mqtt::packet> quota_held_;
+    std::optional<client_msg::closed> quota_closed_;
+    std::uint64_t quota_seq_ = 0;
+    std::uint64_t quota_channel_ = 0;
 };
 
 }  // namespace starling::broker

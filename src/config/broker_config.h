@@ -379,10 +379,22 @@ struct rate_limit_section {
     friend bool operator==(const rate_limit_section&, const rate_limit_section&) = default;
 };
 
+// mqtt.rate-limits.total: the cluster-wide throughput quota (ratelimit/quota_lease.h).
+struct total_rate_limit_section {
+    bool enabled{};
+    std::vector<bandwidth> config;             // never empty after loading
+    std::int64_t block_size{};                 // tokens per draw; 0 = max(1, sustained rate / 10)
+    std::chrono::milliseconds lease_return{};  // 0 = unused tokens are never returned
+
+    friend bool operator==(const total_rate_limit_section&,
+                           const total_rate_limit_section&) = default;
+};
+
 struct rate_limits_section {
     rate_limit_section incoming_publish;           // per publisher
     rate_limit_section outgoing_publish;           // per subscriber, QoS 0 copies only
     rate_limit_section device_persisted_messages;  // cluster-wide, persistent DEVICE inboxes
+    total_rate_limit_section total;                // cluster-wide throughput quota
 
     friend bool operator==(const rate_limits_section&, const rate_limits_section&) = default;
 };

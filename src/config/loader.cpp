@@ -950,6 +950,18 @@ const std::vector<binding>& bindings() {
             {"mqtt.application-clients-limit", "MQTT_APPLICATION_CLIENTS_LIMIT", "0"},
             FIELD(mqtt.application_clients_limit),
             {.min = 0, .max = std::numeric_limits<std::int32_t>::max(), .note = "0 = no limit"}),
+        boolean({"mqtt.rate-limits.total.enabled", "MQTT_TOTAL_RATE_LIMITS_ENABLED", "false"},
+                FIELD(mqtt.rate_limits.total.enabled)),
+        bandwidths(
+            {"mqtt.rate-limits.total.config", "MQTT_TOTAL_RATE_LIMITS_CONFIG", "1000:1,50000:60"},
+            FIELD(mqtt.rate_limits.total.config)),
+        integer({"mqtt.rate-limits.total.block-size", "MQTT_TOTAL_RATE_LIMITS_BLOCK_SIZE", "0"},
+                FIELD(mqtt.rate_limits.total.block_size),
+                {.min = 0, .max = 1'000'000'000, .note = "0 derives max(1, sustained rate / 10)"}),
+        integer({"mqtt.rate-limits.total.lease-return-ms", "MQTT_TOTAL_RATE_LIMITS_LEASE_RETURN_MS",
+                 "1000"},
+                FIELD(mqtt.rate_limits.total.lease_return),
+                {.min = 0, .max = 3'600'000, .unit = "ms", .note = "0 disables the return tick"}),
         // --- security
         boolean({"security.mqtt.allow-anonymous", "SECURITY_MQTT_ALLOW_ANONYMOUS", "false"},
                 FIELD(security.mqtt.allow_anonymous)),

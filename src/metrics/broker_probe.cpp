@@ -118,6 +118,27 @@ broker_probe::broker_probe(prometheus::Registry& registry)
                          .Register(registry);
     session_limit_refusals_ = {&refusals.Add({{"limit", "sessions"}}),
                                &refusals.Add({{"limit", "application_clients"}})};
+    const auto counter = [&](const std::string& name, const std::string& help) {
+        return &prometheus::BuildCounter().Name(name).Help(help).Register(registry).Add({});
+    };
+    quota_charged_ = counter("throughputQuotaCharged_total",
+                             "Tokens charged against the cluster-wide throughput quota");
+    quota_grace_admitted_ = counter(
+        "throughputQuotaGraceAdmitted_total",
+        "Tokens admitted uncounted while the quota's shared bucket was unreachable (grace)");
+    quota_refused_ = counter("throughputQuotaRefused_total",
+                             "Packets refused because the throughput quota was spent");
+    quota_degraded_ =
+        counter("throughputQuotaDegraded_total",
+                "Packets refused because the quota's shared bucket was unreachable past the grace");
+    quota_waiting_ = &gauge(registry, "throughputQuotaWaitingPackets",
+                            "Packets held behind a publish waiting for quota tokens");
+    quota_waits_ = counter("throughputQuotaChargeWaits_total",
+                           "Publishes whose quota charge waited for a draw from the shared bucket");
+    quota_balance_ = &gauge(registry, "throughputQuotaLocalBalance",
+                            "Quota tokens this node holds (drawn, not yet charged or returned)");
+    quota_reached_ = &gauge(registry, "throughputQuotaReached",
+                            "1 while the throughput quota reached indicator is raised");
 }
 
 broker_probe::~broker_probe() = default;
@@ -149,6 +170,23 @@ void broker_probe::session_limit_refused(bool application_limit) {
 }
 
 void broker_probe::rate_limit_store_failed() { rate_limit_store_errors_->Increment(); }
+
+void broker_probe::quota_charged(std::int64_t tokens) {
+    quota_charged_->Increment(static_cast<double>(tokens));
+}
+void broker_probe::quota_admitted_in_grace(std::int64_t tokens) {
+    quota_grace_admitted_->Increment(static_cast<double>(tokens));
+}
+void broker_probe::quota_refused() { quota_refused_->Increment(); }
+void broker_probe::quota_degraded() { quota_degraded_->Increment(); }
+void broker_probe::quota_waiting(std::int64_t delta) {
+    quota_waiting_->Increment(static_cast<double>(delta));
+}
+void broker_probe::quota_charge_waited() { quota_waits_->Increment(); }
+void broker_probe::quota_state(std::int64_t balance, bool reached) {
+    quota_balance_->Set(static_cast<double>(balance));
+    quota_reached_->Set(reached ? 1.0 : 0.0);
+}
 
 void broker_probe::session_request_timed_out() { session_request_timeouts_->Increment(); }
 

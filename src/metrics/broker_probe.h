@@ -84,6 +84,15 @@ class broker_probe {
     // (sessionLimitRefusals_total{limit="sessions|application_clients"}).
     void session_limit_counts(std::int64_t sessions, std::int64_t application_clients);
     void session_limit_refused(bool application_limit);
+    // The cluster-wide throughput quota (ratelimit/quota_lease.h).
+    void quota_charged(std::int64_t tokens);            // throughputQuotaCharged_total
+    void quota_admitted_in_grace(std::int64_t tokens);  // throughputQuotaGraceAdmitted_total
+    void quota_refused();                               // throughputQuotaRefused_total
+    void quota_degraded();                              // throughputQuotaDegraded_total
+    void quota_waiting(std::int64_t delta);             // throughputQuotaWaitingPackets
+    void quota_charge_waited();                         // throughputQuotaChargeWaits_total
+    // Set from live state before each scrape: throughputQuotaLocalBalance, ..Reached (0/1).
+    void quota_state(std::int64_t balance, bool reached);
 
   private:
     prometheus::Gauge& connected_;
@@ -104,6 +113,14 @@ class broker_probe {
     std::array<prometheus::Gauge*, 2> drop_log_keys_{};         // client, topic
     std::array<prometheus::Counter*, 2> drop_log_evictions_{};  // client, topic
     std::array<std::uint64_t, 2> drop_log_evictions_exported_{};
+    prometheus::Counter* quota_charged_ = nullptr;
+    prometheus::Counter* quota_grace_admitted_ = nullptr;
+    prometheus::Counter* quota_refused_ = nullptr;
+    prometheus::Counter* quota_degraded_ = nullptr;
+    prometheus::Gauge* quota_waiting_ = nullptr;
+    prometheus::Counter* quota_waits_ = nullptr;
+    prometheus::Gauge* quota_balance_ = nullptr;
+    prometheus::Gauge* quota_reached_ = nullptr;
 };
 
 }  // namespace starling::metrics

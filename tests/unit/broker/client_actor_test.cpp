@@ -141,6 +141,9 @@ class broker_fixture : public ::testing::Test {
         s.application_clients_limit = application_clients_limit_;
         node_ = std::make_unique<node>(s, *log_, *inbox_, *metadata_, metrics_, 2);
         node_->core().set_shared_counters(&counters_);
+        if (quota_) {
+            node_->core().set_quota(quota_.get());
+        }
         node_->start();
     }
 
@@ -224,6 +227,8 @@ class broker_fixture : public ::testing::Test {
     std::int64_t sessions_limit_ = 0;
     std::int64_t application_clients_limit_ = 0;
     adapters::embedded::embedded_shared_counters counters_{system_clock::instance()};
+    // The throughput quota (broker_core::set_quota); null = off.
+    std::shared_ptr<ratelimit::quota_lease> quota_;
     // Topic rules the next connect() hands to the actor (what authentication decided).
     std::shared_ptr<const auth::topic_rules> next_rules_;
 
@@ -1074,6 +1079,182 @@ TEST_F(broker_fixture_group_inbox, without_a_persistent_member_the_copy_is_dropp
     }
     EXPECT_EQ(dropped("no_usable_shared_member"), 3);
     EXPECT_EQ(group_inbox_size(), 0U);
+}
+
+}  // namespace
+}  // namespace starling::broker
+
+// The throughput quota's charge points (mqtt.rate-limits.total, docs/backpressure.md). The
+// lease draws from a store the test answers by hand, so a charge that waits for the store can
+// be held open while later packets arrive.
+namespace starling::broker {
+namespace {
+
+class manual_counters final : public shared_counters {
+  public:
+    void add(std::string, std::int64_t, callback<std::int64_t> done) override { done(0); }
+    void get(std::string, callback<std::int64_t> done) override { done(0); }
+    void try_consume(std::string, std::vector<bandwidth>, std::int64_t tokens,
+                     callback<std::int64_t> done) override {
+        std::lock_guard lock(mutex_);
+        calls_.push_back({tokens, std::move(done)});
+        cv_.notify_all();
+    }
+    void refund(std::string, std::vector<bandwidth>, std::int64_t tokens,
+                callback<std::int64_t> done) override {
+        done(tokens);
+    }
+    bool healthy() const override { return true; }
+
+    // Waits (bounded) for the next draw; returns the tokens it asks for and answers it with
+    // min(asked, grant) (grant < 0: everything asked).
+    std::int64_t answer_next(std::int64_t grant = -1) {
+        std::unique_lock lock(mutex_);
+        if (!cv_.wait_for(lock, 5s, [&] { return !calls_.empty(); })) {
+            ADD_FAILURE() << "no draw within 5 s";
+            return -1;
+        }
+        auto [tokens, done] = std::move(calls_.front());
+        calls_.pop_front();
+        lock.unlock();
+        done(grant < 0 ? tokens : std::min(tokens, grant));
+        return tokens;
+    }
+
+  private:
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    std::deque<std::pair<std::int64_t, callback<std::int64_t>>> calls_;
+};
+
+class broker_fixture_quota : public broker_fixture {
+  protected:
+    static constexpr std::int64_t block = 1;
+
+    void SetUp() override {
+        ratelimit::quota_options o;
+        o.limits = {{1000000, 1}};
+        o.block_size = block;
+        o.lease_return = 0ms;
+        quota_ = ratelimit::quota_lease::create(store_, system_clock::instance(), o);
+        broker_fixture::SetUp();
+    }
+
+    mqtt::publish message(const std::string& topic, std::uint16_t id, mqtt::qos qos) {
+        return mqtt::publish{
+            .topic = topic, .payload = std::to_string(id), .qos = qos, .packet_id = id};
+    }
+    double metric(const std::string& name) {
+        const auto text = metrics_.serialize();
+        const auto at = text.find("\n" + name + " ");
+        return at == std::string::npos ? -1 : std::stod(text.substr(at + name.size() + 2));
+    }
+
+    manual_counters store_;
+};
+
+TEST_F(broker_fixture_quota, a_publish_costs_one_plus_persistent_subscribers_and_shared_groups) {
+    // Two persistent QoS 1 subscribers (one of them subscribed twice), a persistent QoS 0 one,
+    // a non-persistent one, and one shared group of two members: fan-out 2 + 1.
+    for (const auto* id : {"dev1", "dev2"}) {
+        auto ch = connect(id, false, mqtt::protocol_version::v5, 3600);
+        subscribe(id, *ch, "f/#", mqtt::qos::at_least_once);
+        subscribe(id, *ch, "f/+", mqtt::qos::at_least_once, 2);
+    }
+    auto zero = connect("dev0", false, mqtt::protocol_version::v5, 3600);
+    subscribe("dev0", *zero, "f/x", mqtt::qos::at_most_once);
+    auto plain = connect("plain", true);
+    subscribe("plain", *plain, "f/x", mqtt::qos::at_least_once);
+    for (const auto* id : {"m1", "m2"}) {
+        auto ch = connect(id, true);
+        subscribe(id, *ch, "$share/g/f/x", mqtt::qos::at_least_once);
+    }
+    auto pub = connect("pub", true);
+    send("pub", *pub, message("f/x", 1, mqtt::qos::at_least_once));
+    // Nothing drawn yet: the charge asks for its cost plus one block.
+    EXPECT_EQ(store_.answer_next(), 1 + 3 + block);
+    EXPECT_EQ(pub->expect<mqtt::puback>().reason_code, mqtt::reason_code::success);
+}
+
+TEST_F(broker_fixture_quota, a_qos0_publish_has_no_stored_copies_to_pay_for) {
+    auto dev = connect("dev", false, mqtt::protocol_version::v5, 3600);
+    subscribe("dev", *dev, "z/#", mqtt::qos::at_least_once);
+    auto member = connect("m", true);
+    subscribe("m", *member, "$share/g/z/#", mqtt::qos::at_least_once);
+    auto pub = connect("pub", true);
+    send("pub", *pub, message("z/x", 1, mqtt::qos::at_most_once));
+    EXPECT_EQ(store_.answer_next(), 1 + 1 + block);  // the shared group only
+}
+
+TEST_F(broker_fixture_quota, packets_after_a_waiting_publish_wait_behind_it_in_order) {
+    auto sub = connect("sub", true);
+    subscribe("sub", *sub, "w/#", mqtt::qos::at_most_once);
+    auto pub = connect("pub", true);
+    send("pub", *pub, message("w/t", 1, mqtt::qos::at_least_once));
+    send("pub", *pub, message("w/t", 2, mqtt::qos::at_most_once));
+    send("pub", *pub, mqtt::pingreq{});
+    send("pub", *pub, message("w/t", 3, mqtt::qos::at_least_once));
+    sync_with(node_->core().actor_for("pub"));
+    EXPECT_EQ(metric("throughputQuotaWaitingPackets"), 4);
+    EXPECT_FALSE(pub->next(100ms)) << "a packet overtook the publish waiting for tokens";
+    EXPECT_FALSE(sub->next(0ms));
+    EXPECT_EQ(store_.answer_next(), 1 + block);  // the first publish's draw
+    // The rest draw in turn (the balance is one block): answer until all three are through.
+    std::vector<std::uint16_t> acks;
+    bool pong = false;
+    while (acks.size() < 2 || !pong) {
+        auto p = pub->next(200ms);
+        if (!p) {
+            ASSERT_GT(store_.answer_next(), 0);
+            continue;
+        }
+        if (auto* a = std::get_if<mqtt::puback>(&*p)) {
+            EXPECT_EQ(a->reason_code, mqtt::reason_code::success);
+            acks.push_back(a->packet_id);
+        } else {
+            ASSERT_TRUE(std::holds_alternative<mqtt::pingresp>(*p));
+            pong = true;
+        }
+    }
+    EXPECT_EQ(acks, (std::vector<std::uint16_t>{1, 3}));
+    for (const auto* want : {"1", "2", "3"}) {
+        EXPECT_EQ(sub->expect<mqtt::publish>().payload, want);  // published in the order sent
+    }
+    sync_with(node_->core().actor_for("pub"));
+    EXPECT_EQ(metric("throughputQuotaWaitingPackets"), 0);
+    EXPECT_GE(metric("throughputQuotaChargeWaits_total"), 1);
+}
+
+TEST_F(broker_fixture_quota, a_close_waits_for_the_publishes_before_it) {
+    auto sub = connect("sub", true);
+    subscribe("sub", *sub, "c/#", mqtt::qos::at_most_once);
+    auto pub = connect("pub", true);
+    send("pub", *pub, message("c/t", 1, mqtt::qos::at_most_once));
+    auto actor = node_->core().actor_for("pub");
+    ASSERT_TRUE(actor->tell(client_msg::closed{.channel_id = pub->id(), .reason = "eof"}));
+    sync_with(actor);
+    EXPECT_EQ(store_.answer_next(), 1 + block);
+    // Admitted after the close arrived, and still published: the client sent it first.
+    EXPECT_EQ(sub->expect<mqtt::publish>().payload, "1");
+    EXPECT_TRUE(pub->wait_closed());
+}
+
+TEST_F(broker_fixture_quota, a_refused_v5_publish_gets_0x97_and_a_v3_publisher_is_closed) {
+    auto pub = connect("pub", true);
+    send("pub", *pub, message("r/t", 1, mqtt::qos::at_least_once));
+    store_.answer_next(0);  // the bucket is empty
+    const auto ack = pub->expect<mqtt::puback>();
+    EXPECT_EQ(ack.reason_code, mqtt::reason_code::quota_exceeded);
+    EXPECT_EQ(dropped("quota"), 1);
+    EXPECT_EQ(metric("throughputQuotaRefused_total"), 1);
+    EXPECT_TRUE(quota_->state().reached);
+
+    auto v3 = connect("pub3", true, mqtt::protocol_version::v3_1_1);
+    // Still inside the empty backoff: refused without asking the store.
+    send("pub3", *v3, message("r/t", 1, mqtt::qos::at_least_once));
+    EXPECT_TRUE(v3->wait_closed());
+    EXPECT_FALSE(v3->next(100ms)) << "no PUBACK for the refused message";
+    EXPECT_EQ(dropped("quota"), 2);
 }
 
 }  // namespace

@@ -851,3 +851,51 @@ TEST(config_loader, a_bad_session_limit_names_its_key) {
 
 }  // namespace
 }  // namespace starling::config
+
+namespace starling::config {
+namespace {
+
+TEST(config_loader, total_quota_defaults_off_with_tbmq_budget) {
+    const auto c = parse_config("", with_env({}));
+    const auto& t = c.mqtt.rate_limits.total;
+    EXPECT_FALSE(t.enabled);
+    EXPECT_EQ(t.config, (std::vector<bandwidth>{{1000, 1}, {50000, 60}}));
+    EXPECT_EQ(t.block_size, 0);
+    EXPECT_EQ(t.lease_return, std::chrono::milliseconds(1000));
+}
+
+TEST(config_loader, total_quota_from_environment_variables) {
+    const auto c = parse_config("", with_env({{"MQTT_TOTAL_RATE_LIMITS_ENABLED", "true"},
+                                              {"MQTT_TOTAL_RATE_LIMITS_CONFIG", "50:1"},
+                                              {"MQTT_TOTAL_RATE_LIMITS_BLOCK_SIZE", "5"},
+                                              {"MQTT_TOTAL_RATE_LIMITS_LEASE_RETURN_MS", "0"}}));
+    const auto& t = c.mqtt.rate_limits.total;
+    EXPECT_TRUE(t.enabled);
+    EXPECT_EQ(t.config, (std::vector<bandwidth>{{50, 1}}));
+    EXPECT_EQ(t.block_size, 5);
+    EXPECT_EQ(t.lease_return, std::chrono::milliseconds(0));
+}
+
+TEST(config_loader, bad_total_quota_values_name_their_key) {
+    const std::vector<std::pair<std::string, std::string>> cases{
+        {"MQTT_TOTAL_RATE_LIMITS_CONFIG", "1000"},
+        {"MQTT_TOTAL_RATE_LIMITS_BLOCK_SIZE", "-1"},
+        {"MQTT_TOTAL_RATE_LIMITS_LEASE_RETURN_MS", "soon"},
+        {"MQTT_TOTAL_RATE_LIMITS_ENABLED", "maybe"},
+    };
+    const std::vector<std::string> keys{
+        "mqtt.rate-limits.total.config", "mqtt.rate-limits.total.block-size",
+        "mqtt.rate-limits.total.lease-return-ms", "mqtt.rate-limits.total.enabled"};
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+        try {
+            parse_config("", with_env({cases[i]}));
+            FAIL() << cases[i].first << "=" << cases[i].second << " must be rejected";
+        } catch (const config_error& e) {
+            EXPECT_EQ(e.key(), keys[i]);
+            EXPECT_THAT(e.what(), HasSubstr(cases[i].first));
+        }
+    }
+}
+
+}  // namespace
+}  // namespace starling::config
