@@ -290,3 +290,38 @@ def test_persistent_subscriber_that_stalls_then_resumes_gets_everything_in_order
     sub.expect_nothing(0.5)
     wait_for(lambda: gauge(broker, "nonWritableClients") == 0, 10, "nonWritableClients == 0")
     assert metric_sum(broker.metrics(), "droppedMsgs_total") == 0
+
+
+# --- shared groups: copies no member can take wait for the first one back ---------------------
+
+
+def test_shared_group_copies_wait_for_whichever_member_comes_back_first(
+    broker_factory, raw_client, uid
+):
+    broker = broker_factory()
+    topic = f"bp/{uid}"
+    group = f"$share/g-{uid}/{topic}"
+    for member in ("m1", "m2"):
+        c = raw_client(broker, codec.MQTT5)
+        assert c.connect(f"{uid}-{member}", **persistent(codec.MQTT5, 3600)).reason_code == 0
+        assert c.subscribe(group, 1).reason_codes == [1]
+        c.disconnect_and_wait()
+    pub = raw_client(broker, codec.MQTT5)
+    assert pub.connect(f"{uid}-pub").reason_code == 0
+    count = 20
+    for i in range(count):
+        assert pub.publish(topic, f"m{i}", qos=1).reason_code == 0
+
+    # m2 comes back first and gets all of them, in order (round-robin would have split them
+    # between the two offline members' own inboxes).
+    m2 = raw_client(broker, codec.MQTT5, timeout=30.0)
+    assert m2.connect(f"{uid}-m2", **persistent(codec.MQTT5, 3600)).session_present
+    got = []
+    while len(got) < count:
+        p = m2.expect_publish()
+        got.append(p.payload)
+        m2.ack(p)
+    assert got == [f"m{i}".encode() for i in range(count)]
+    m1 = raw_client(broker, codec.MQTT5)
+    assert m1.connect(f"{uid}-m1", **persistent(codec.MQTT5, 3600)).session_present
+    m1.expect_nothing(0.5)

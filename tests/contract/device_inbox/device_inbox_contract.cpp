@@ -30,6 +30,19 @@ TEST_P(device_inbox_contract, append_assigns_packet_ids_from_one_and_reads_them_
     }
 }
 
+// Shared-group inboxes (broker/group_inbox.h) use keys that start with 0xFF, which no UTF-8
+// client id contains: every operation must treat a key as bytes, and keep it apart from a
+// client id that differs only in that byte.
+TEST_P(device_inbox_contract, a_key_need_not_be_utf8) {
+    const std::string group = "\xff$share/g/a/#";
+    const std::string client = "$share/g/a/#";
+    EXPECT_EQ(append_n(group, 3), (ids{1, 2, 3}));
+    EXPECT_EQ(append_n(client, 1), (ids{1}));
+    ASSERT_TRUE(remove(group, 2));
+    EXPECT_EQ(pending_ids(group), (ids{1, 3}));
+    EXPECT_EQ(pending_ids(client), (ids{1}));
+}
+
 TEST_P(device_inbox_contract, packet_ids_continue_across_batches) {
     EXPECT_EQ(append_n("c1", 2), (ids{1, 2}));
     EXPECT_EQ(append_n("c1", 3), (ids{3, 4, 5}));
