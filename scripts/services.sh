@@ -14,7 +14,7 @@
 # Redis and PostgreSQL: Debian's packages (scripts/install-deps.sh), data under the same folder.
 #
 # Environment: STARLING_SERVICES_DIR (default <repo>/.services), KAFKA_PORT (9092),
-# KAFKA_BROKERS (1), KAFKA_HEAP (512m), REDIS_PORT (6379), POSTGRES_PORT (5432).
+# KAFKA_BROKERS (1), KAFKA_HEAP (1g: the suites leave their topics behind, and 512m ran out of heap after ~16,000 partitions), REDIS_PORT (6379), POSTGRES_PORT (5432).
 # `up` is idempotent: a service already running is left alone. `down` keeps the data;
 # `down --wipe` also deletes it.
 set -euo pipefail
@@ -83,7 +83,7 @@ kafka_libs() {
 }
 
 kafka_java() {
-    java -Xms128m -Xmx"${KAFKA_HEAP:-512m}" -XX:+UseG1GC -Djava.awt.headless=true \
+    java -Xms128m -Xmx"${KAFKA_HEAP:-1g}" -XX:+UseG1GC -Djava.awt.headless=true \
         -Dkafka.logs.file="$state/kafka/tools.log" -Dlog4j.configuration="file:$root/scripts/services/kafka-log4j.properties" \
         -cp "$state/kafka/libs/*" "$@"
 }
@@ -139,7 +139,7 @@ EOF
         fi
         (
             cd "$dir"
-            nohup java -Xms128m -Xmx"${KAFKA_HEAP:-512m}" \
+            nohup java -Xms128m -Xmx"${KAFKA_HEAP:-1g}" \
                 -XX:+UseG1GC -Djava.awt.headless=true -Dkafka.logs.file="$dir/server.log" \
                 -Dlog4j.configuration="file:$root/scripts/services/kafka-log4j.properties" \
                 -cp "$state/kafka/libs/*" kafka.Kafka "$dir/server.properties" \
