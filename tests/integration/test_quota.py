@@ -184,6 +184,8 @@ def test_quota_holds_its_rate(broker_factory, raw_client, uid):
     # and one empty backoff of refill that a refusal streak may leave undrawn at the end.
     low = math.floor(rate * inner) - block - math.ceil(rate * 0.1) - 1
     high = capacity + math.floor(rate * outer) + 1
+    print(f"\nquota {capacity}:{int(period)} block {block}: {ok} of {total} accepted over "
+          f"{outer:.2f} s; bounds {low}..{high}, capacity + rate x span {capacity + rate * outer:.1f}")
     assert low <= ok <= high, f"{ok} accepted of {total}; expected {low}..{high}"
     assert total > high, "the publisher must offer more than the quota"
     assert wait_metric(broker, "droppedMsgs_total", total - ok, reason="quota") == total - ok

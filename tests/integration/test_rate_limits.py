@@ -146,6 +146,9 @@ def test_incoming_limit_holds_its_rate(broker_factory, raw_client, uid):
     inner = sent[-1] - acked[0]  # ... and at least this
     low = capacity + math.floor(rate * inner) - 1
     high = capacity + math.floor(rate * outer) + 1
+    ideal = capacity + rate * (inner + outer) / 2
+    print(f"\nincoming {capacity}:{int(period)}: {ok} of {total} accepted over {outer:.2f} s; "
+          f"bounds {low}..{high}, midpoint {ideal:.1f}")
     assert low <= ok <= high, f"{ok} accepted of {total}; expected {low}..{high}"
     assert total > high, "the publisher must offer more than the limit"
     assert wait_dropped(broker, reason="incoming_rate", want=total - ok) == total - ok
