@@ -230,6 +230,7 @@ def main() -> None:
     p.add_argument("--warm-up", type=float, default=3, help="seconds before growth is measured")
     p.add_argument("--json")
     args = p.parse_args()
+    args.starlingd = str(Path(args.starlingd).resolve())  # the broker runs in a temporary dir
 
     results = []
     for name in args.brokers.split(","):
