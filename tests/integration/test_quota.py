@@ -306,6 +306,7 @@ def test_two_nodes_share_one_budget_in_redis(broker_factory, raw_client, uid):
         code = pubs[i % 2].publish(f"q/{uid}/c{i % 2}", b"x", qos=1).reason_code
         assert code in (0, QUOTA_EXCEEDED), hex(code)
         ok += code == 0
+    print(f"\ntwo nodes, quota {budget}:3600 block {block}: {ok} of {2 * budget} accepted")
     assert budget - 2 * block <= ok <= budget, ok
     refused = metric(a, "throughputQuotaRefused_total") + metric(b, "throughputQuotaRefused_total")
     assert refused == 2 * budget - ok
