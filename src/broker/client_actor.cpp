@@ -819,20 +819,8 @@ void client_actor::on_publish(mqtt::publish&& p) {
         // allowed there), v5 QoS 0 nothing; v3 has no negative acknowledgement, so the client
         // is disconnected.
         core_.probe().message_dropped(metrics::drop_reason::incoming_rate, client_id_, p.topic);
-        if (!c.v5()) {
-            disconnect_with(mqtt::reason_code::message_rate_too_high,
-                            "over the incoming publish rate limit");
-            return;
-        }
-        if (p.qos == mqtt::qos::at_most_once) {
-            return;
-        }
-        pending_acks_.push_back(pending_ack{.seq = 0,
-                                            .packet_id = p.packet_id,
-                                            .qos = p.qos,
-                                            .done = true,
-                                            .code = mqtt::reason_code::quota_exceeded});
-        flush_acks();
+        answer_refused_publish(p, mqtt::reason_code::message_rate_too_high,
+                               "over the incoming publish rate limit");
         return;
     }
 
@@ -2094,8 +2082,14 @@ void client_actor::refuse_publish(const mqtt::publish& p, ratelimit::quota_verdi
     spdlog::debug(
         "client {}: PUBLISH to '{}' refused by the throughput quota ({})", client_id_, p.topic,
         v == ratelimit::quota_verdict::degraded ? "shared bucket unreachable" : "budget spent");
+    answer_refused_publish(p, mqtt::reason_code::quota_exceeded,
+                           "over the cluster throughput quota");
+}
+
+void client_actor::answer_refused_publish(const mqtt::publish& p, mqtt::reason_code v3_reason,
+                                          std::string_view why) {
     if (!conn_->v5()) {
-        disconnect_with(mqtt::reason_code::quota_exceeded, "over the cluster throughput quota");
+        disconnect_with(v3_reason, why);
         return;
     }
     if (p.qos == mqtt::qos::at_most_once) {

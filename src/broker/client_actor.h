@@ -373,6 +373,11 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     bool quota_admits_copy();
     std::int64_t publish_cost(const mqtt::publish& p) const;
     void quota_report(ratelimit::quota_verdict v, std::int64_t cost);
+    // A PUBLISH refused by a limit before it was accepted (dropped and already counted): v5
+    // QoS 1/2 get PUBACK/PUBREC 0x97 Quota exceeded, v5 QoS 0 nothing; v3 has no negative
+    // acknowledgement, so the client is disconnected (`v3_reason` goes to the log).
+    void answer_refused_publish(const mqtt::publish& p, mqtt::reason_code v3_reason,
+                                std::string_view why);
     void refuse_publish(const mqtt::publish& p, ratelimit::quota_verdict v);
     void admit_publish(mqtt::publish&& p);
     std::optional<mqtt::publish> quota_charging_;

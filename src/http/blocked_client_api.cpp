@@ -1,5 +1,7 @@
 #include "http/blocked_client_api.h"
 
+#include "http/api_support.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -17,72 +19,6 @@ using json = nlohmann::json;
 constexpr std::string_view path = "/api/blockedClient";
 constexpr std::int64_t default_page_size = 100;
 constexpr std::int64_t max_page_size = 1000;
-
-int hex_value(char c) {
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
-// application/x-www-form-urlencoded decoding of one query component; nullopt if malformed.
-std::optional<std::string> url_decode(std::string_view in) {
-    std::string out;
-    out.reserve(in.size());
-    for (std::size_t i = 0; i < in.size(); ++i) {
-        if (in[i] == '+') {
-            out.push_back(' ');
-        } else if (in[i] == '%') {
-            if (i + 2 >= in.size()) {
-                return std::nullopt;
-            }
-            const int hi = hex_value(in[i + 1]);
-            const int lo = hex_value(in[i + 2]);
-            if (hi < 0 || lo < 0) {
-                return std::nullopt;
-            }
-            out.push_back(static_cast<char>(hi * 16 + lo));
-            i += 2;
-        } else {
-            out.push_back(in[i]);
-        }
-    }
-    return out;
-}
-
-// The query parameters of a request target; nullopt when one is not decodable.
-std::optional<std::unordered_map<std::string, std::string>> query_of(const request& req) {
-    std::unordered_map<std::string, std::string> params;
-    const std::string_view target(req.target().data(), req.target().size());
-    const std::size_t q = target.find('?');
-    if (q == std::string_view::npos) {
-        return params;
-    }
-    std::string_view rest = target.substr(q + 1);
-    while (!rest.empty()) {
-        const std::size_t amp = rest.find('&');
-        const std::string_view pair = rest.substr(0, amp);
-        rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
-        if (pair.empty()) {
-            continue;
-        }
-        const std::size_t eq = pair.find('=');
-        auto key = url_decode(pair.substr(0, eq));
-        auto value =
-            url_decode(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1));
-        if (!key || !value) {
-            return std::nullopt;
-        }
-        params.insert_or_assign(std::move(*key), std::move(*value));
-    }
-    return params;
-}
 
 std::optional<std::int64_t> to_int(const std::string& s) {
     std::int64_t v = 0;

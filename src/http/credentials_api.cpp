@@ -1,9 +1,9 @@
 #include "http/credentials_api.h"
 
 #include "auth/credentials.h"
+#include "http/api_support.h"
 
 #include <nlohmann/json.hpp>
-#include <openssl/crypto.h>
 #include <spdlog/spdlog.h>
 
 #include <charconv>
@@ -16,42 +16,6 @@ using json = nlohmann::json;
 
 constexpr std::string_view base_path = "/api/mqtt/client/credentials";
 constexpr std::size_t max_page_size = 1000;
-
-bool authorized(const request& req, const std::string& token) {
-    for (const auto* header : {"Authorization", "X-Authorization"}) {
-        auto it = req.find(header);
-        if (it == req.end()) {
-            continue;
-        }
-        std::string_view value = it->value();
-        if (!value.starts_with("Bearer ")) {
-            continue;
-        }
-        value.remove_prefix(7);
-        if (value.size() == token.size() &&
-            CRYPTO_memcmp(value.data(), token.data(), token.size()) == 0) {
-            return true;
-        }
-    }
-    return false;
-}
-
-std::string url_decode(std::string_view in) {
-    std::string out;
-    for (std::size_t i = 0; i < in.size(); ++i) {
-        if (in[i] == '%' && i + 2 < in.size()) {
-            unsigned value = 0;
-            auto [p, ec] = std::from_chars(in.data() + i + 1, in.data() + i + 3, value, 16);
-            if (ec == std::errc{} && p == in.data() + i + 3) {
-                out.push_back(static_cast<char>(value));
-                i += 2;
-                continue;
-            }
-        }
-        out.push_back(in[i] == '+' ? ' ' : in[i]);
-    }
-    return out;
-}
 
 std::size_t query_number(std::string_view target, std::string_view name, std::size_t fallback) {
     const auto q = target.find('?');
@@ -174,7 +138,7 @@ void add_credentials_routes(router& routes, metadata_store& store, auth::worker_
     const std::string path(base_path);
 
     routes.add_async(verb::get, path, [&store, token](const request& req, responder respond) {
-        if (!authorized(req, *token)) {
+        if (!bearer_authorized(req, *token)) {
             respond(error_response(status_code::unauthorized, "missing or wrong bearer token"));
             return;
         }
@@ -201,7 +165,7 @@ void add_credentials_routes(router& routes, metadata_store& store, auth::worker_
     routes.add_async(
         verb::post, path,
         [&store, &pool, authenticator, token](const request& req, responder respond) {
-            if (!authorized(req, *token)) {
+            if (!bearer_authorized(req, *token)) {
                 respond(error_response(status_code::unauthorized, "missing or wrong bearer token"));
                 return;
             }
@@ -245,13 +209,19 @@ void add_credentials_routes(router& routes, metadata_store& store, auth::worker_
     routes.add_async(
         verb::delete_, path + "/*",
         [&store, authenticator, token](const request& req, responder respond) {
-            if (!authorized(req, *token)) {
+            if (!bearer_authorized(req, *token)) {
                 respond(error_response(status_code::unauthorized, "missing or wrong bearer token"));
                 return;
             }
             std::string_view target = req.target();
             target = target.substr(0, target.find('?'));
-            auto id = url_decode(target.substr(base_path.size() + 1));
+            auto decoded = url_decode(target.substr(base_path.size() + 1));
+            if (!decoded) {
+                respond(error_response(status_code::bad_request,
+                                       "credentials id: malformed percent-encoding"));
+                return;
+            }
+            std::string id = std::move(*decoded);
             if (id.empty()) {
                 respond(error_response(status_code::bad_request, "credentials id missing"));
                 return;

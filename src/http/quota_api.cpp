@@ -1,36 +1,15 @@
 #include "http/quota_api.h"
 
+#include "http/api_support.h"
 #include "ratelimit/bandwidth_spec.h"
 
 #include <nlohmann/json.hpp>
-#include <openssl/crypto.h>
 #include <spdlog/spdlog.h>
 
 namespace starling::http {
 namespace {
 
 using json = nlohmann::json;
-
-// The credentials API's check (credentials_api.cpp), kept local so neither API depends on the
-// other: a constant-time comparison of the bearer token.
-bool authorized(const request& req, const std::string& token) {
-    for (const auto* header : {"Authorization", "X-Authorization"}) {
-        auto it = req.find(header);
-        if (it == req.end()) {
-            continue;
-        }
-        std::string_view value = it->value();
-        if (!value.starts_with("Bearer ")) {
-            continue;
-        }
-        value.remove_prefix(7);
-        if (value.size() == token.size() &&
-            CRYPTO_memcmp(value.data(), token.data(), token.size()) == 0) {
-            return true;
-        }
-    }
-    return false;
-}
 
 json time_or_null(std::int64_t ms) { return ms == 0 ? json(nullptr) : json(ms); }
 
@@ -61,13 +40,13 @@ void add_quota_routes(router& routes, std::shared_ptr<ratelimit::quota_lease> qu
     }
     auto token = std::make_shared<const std::string>(std::move(admin_token));
     routes.add(verb::get, "/api/quota", [quota, token](const request& req) {
-        if (!authorized(req, *token)) {
+        if (!bearer_authorized(req, *token)) {
             return error_response(status_code::unauthorized, "missing or wrong bearer token");
         }
         return make_response(status_code::ok, "application/json", describe(quota.get()).dump());
     });
     routes.add(verb::post, "/api/quota/acknowledge", [quota, token](const request& req) {
-        if (!authorized(req, *token)) {
+        if (!bearer_authorized(req, *token)) {
             return error_response(status_code::unauthorized, "missing or wrong bearer token");
         }
         if (quota == nullptr) {

@@ -9,37 +9,18 @@ from __future__ import annotations
 
 import pytest
 
-from starling_it import codec
-from starling_it.brokers import REPO_ROOT
+from starling_it import codec, credentials
 from starling_it.raw_client import persistent
 
 pytestmark = pytest.mark.starlingd_only(reason="client type from starlingd's credentials")
 
-CREDENTIALS = """\
-    credentials:
-      - name: application
-        type: APPLICATION
-        credentials-type: MQTT_BASIC
-        username: app
-        password: app-pw
-      - name: publisher
-        credentials-type: MQTT_BASIC
-        username: pub
-        password: pub-pw
-"""
-
-APP = {"username": "app", "password": "app-pw"}
-PUB = {"username": "pub", "password": "pub-pw"}
+APP = credentials.APPLICATION
+PUB = credentials.DEVICE
 WINDOW = 500  # QoS 1 PUBLISH packets the publisher keeps in flight
 
 
 def app_broker(factory):
-    text = (REPO_ROOT / "config" / "starling.yml").read_text()
-    assert "    credentials: []\n" in text
-    return factory(
-        env={"SECURITY_MQTT_ALLOW_ANONYMOUS": "false"},
-        config_text=text.replace("    credentials: []\n", CREDENTIALS),
-    )
+    return factory(env=credentials.env(), config_text=credentials.config_text())
 
 
 def publish_stream(conn, topic: str, first: int, count: int) -> None:
@@ -171,13 +152,9 @@ def test_shared_application_members_split_the_stream_and_the_backlog_waits(raw_c
     the member that comes back alone gets all of them."""
     from starling_it import shared_app
 
-    text = (REPO_ROOT / "config" / "starling.yml").read_text()
     broker = broker_factory(
-        env={
-            "SECURITY_MQTT_ALLOW_ANONYMOUS": "false",
-            "TB_KAFKA_APP_PERSISTED_MSG_SHARED_TOPIC_PARTITIONS": "2",
-        },
-        config_text=text.replace("    credentials: []\n", CREDENTIALS),
+        env=credentials.env(TB_KAFKA_APP_PERSISTED_MSG_SHARED_TOPIC_PARTITIONS="2"),
+        config_text=credentials.config_text(),
     )
     share = f"$share/g/sa/{uid}/+"
     members = {}

@@ -10,15 +10,13 @@ starlingd only: droppedMsgs, nonWritableClients and the memory measurement are s
 
 from __future__ import annotations
 
-import os
 import socket
 import threading
 import time
 
 import pytest
 
-from starling_it import codec
-from starling_it.brokers import REPO_ROOT
+from starling_it import codec, credentials
 from starling_it.prometheus import metric_sum
 from starling_it.raw_client import persistent
 
@@ -219,22 +217,7 @@ PERSISTED = 3000
 BIG = 8192  # the in-flight window (1000) of 8 KiB copies is far over the 1280 KiB watermark
 PUB_WINDOW = 200
 
-CREDENTIALS = """\
-    credentials:
-      - name: application
-        type: APPLICATION
-        credentials-type: MQTT_BASIC
-        username: app
-        password: app-pw
-      - name: device
-        credentials-type: MQTT_BASIC
-        username: dev
-        password: dev-pw
-"""
-LOGINS = {
-    "device": {"username": "dev", "password": "dev-pw"},
-    "application": {"username": "app", "password": "app-pw"},
-}
+LOGINS = {"device": credentials.DEVICE, "application": credentials.APPLICATION}
 
 
 def numbered(i: int) -> bytes:
@@ -262,10 +245,8 @@ def publish_numbered(pub, topic: str, count: int) -> None:
 def test_persistent_subscriber_that_stalls_then_resumes_gets_everything_in_order(
     broker_factory, raw_client, uid, client_type
 ):
-    text = (REPO_ROOT / "config" / "starling.yml").read_text()
     broker = broker_factory(
-        env={"SECURITY_MQTT_ALLOW_ANONYMOUS": "false", "ASAN_OPTIONS": ASAN},
-        config_text=text.replace("    credentials: []\n", CREDENTIALS),
+        env=credentials.env(ASAN_OPTIONS=ASAN), config_text=credentials.config_text()
     )
     topic = f"bp/{uid}"
     sub = raw_client(broker, codec.MQTT5, timeout=30.0)

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from starling_it import codec
+from starling_it import codec, credentials
 from starling_it.cluster import cluster_env, new_prefix, requires_services
 from starling_it.raw_client import persistent
 
@@ -227,31 +227,17 @@ def test_redis_restart_mid_stream_loses_nothing(broker_factory, raw_client, uid,
     assert received == {str(i) for i in range(total)}
 
 
-APP_CREDENTIALS = """\
-    credentials:
-      - name: application
-        type: APPLICATION
-        credentials-type: MQTT_BASIC
-        username: app
-        password: app-pw
-"""
-
-
 @pytest.mark.timeout(180)
 def test_application_backlog_on_kafka_is_delivered_on_another_node(
     broker_factory, raw_client, uid
 ):
-    from starling_it.brokers import REPO_ROOT
-
-    text = (REPO_ROOT / "config" / "starling.yml").read_text()
-    assert "    credentials: []\n" in text
-    config = text.replace("    credentials: []\n", APP_CREDENTIALS)
+    config = credentials.config_text()
     prefix = new_prefix()
     a, b = (
         broker_factory(env=cluster_env(prefix, name), config_text=config)
         for name in ("node-a", "node-b")
     )
-    app = {"username": "app", "password": "app-pw"}
+    app = credentials.APPLICATION
     topic = f"pa/{uid}/data"
     sub = raw_client(a, codec.MQTT5, timeout=30)
     assert sub.connect(uid, **persistent(codec.MQTT5, expiry=3600), **app).reason_code == 0
@@ -284,10 +270,7 @@ def test_application_shared_subscription_splits_across_nodes_and_moves_on_leave(
     msg.app.shared.<filter> (2 partitions) as one Kafka consumer group: together they get every
     message once; when one leaves, the other gets its partition and everything after."""
     from starling_it import shared_app
-    from starling_it.brokers import REPO_ROOT
-
-    text = (REPO_ROOT / "config" / "starling.yml").read_text()
-    config = text.replace("    credentials: []\n", APP_CREDENTIALS)
+    config = credentials.config_text()
     prefix = new_prefix()
     a, b = (
         broker_factory(
@@ -296,7 +279,7 @@ def test_application_shared_subscription_splits_across_nodes_and_moves_on_leave(
         )
         for name in ("node-a", "node-b")
     )
-    app = {"username": "app", "password": "app-pw"}
+    app = credentials.APPLICATION
     members = {}
     for name, node in (("m1", a), ("m2", b)):
         conn = raw_client(node, codec.MQTT5, timeout=30)

@@ -4,15 +4,13 @@ against droppedMsgs_total."""
 
 from __future__ import annotations
 
-import json
 import socket
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 
 import pytest
 
+from starling_it import rest
 from starling_it.prometheus import metric_sum
 
 pytestmark = pytest.mark.starlingd_only(reason="GET /api/drops is starlingd's")
@@ -22,15 +20,7 @@ QUOTA_EXCEEDED = 0x97
 
 
 def drops(broker, token: str | None = TOKEN, **params: str) -> tuple[int, dict]:
-    query = urllib.parse.urlencode(params)
-    req = urllib.request.Request(f"http://{broker.host}:{broker.http_port}/api/drops?{query}")
-    if token is not None:
-        req.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            return resp.status, json.loads(resp.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"{}")
+    return rest.call(broker, "GET", f"/api/drops?{urllib.parse.urlencode(params)}", token)
 
 
 def dropped(broker, reason: str) -> float:

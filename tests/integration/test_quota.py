@@ -14,15 +14,13 @@ throughputQuota*_total and droppedMsgs_total{reason="quota"} on /actuator/promet
 
 from __future__ import annotations
 
-import json
 import math
 import socket
 import time
-import urllib.request
 
 import pytest
 
-from starling_it import codec
+from starling_it import codec, rest
 from starling_it.brokers import BrokerError
 from starling_it.cluster import REDIS, cluster_env, new_prefix, requires_services
 from starling_it.prometheus import metric_sum
@@ -61,14 +59,7 @@ def wait_metric(broker, name: str, want: float, timeout: float = 20.0, **labels:
 
 
 def api(broker, method: str, path: str, token: str | None = TOKEN):
-    req = urllib.request.Request(f"http://127.0.0.1:{broker.http_port}{path}", method=method)
-    if token is not None:
-        req.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            return resp.status, json.loads(resp.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"{}")
+    return rest.call(broker, method, path, token)
 
 
 def receive_all(client, within: float = 0.7) -> list[bytes]:

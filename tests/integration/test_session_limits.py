@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from starling_it import codec
-from starling_it.brokers import REPO_ROOT, BrokerError
+from starling_it import codec, credentials
+from starling_it.brokers import BrokerError
 from starling_it.cluster import cluster_env, new_prefix, requires_services
 from starling_it.prometheus import metric_sum
 from starling_it.raw_client import persistent
@@ -102,28 +102,14 @@ def test_counts_are_rebuilt_from_the_restored_sessions_at_start(broker_factory, 
     ).session_present
 
 
-CREDENTIALS = """\
-    credentials:
-      - name: application
-        type: APPLICATION
-        credentials-type: MQTT_BASIC
-        username: app
-        password: app-pw
-      - name: device
-        credentials-type: MQTT_BASIC
-        username: dev
-        password: dev-pw
-"""
-APP = {"username": "app", "password": "app-pw"}
-DEV = {"username": "dev", "password": "dev-pw"}
+APP = credentials.APPLICATION
+DEV = credentials.DEVICE
 
 
 def test_application_clients_limit(broker_factory, raw_client, uid):
-    text = (REPO_ROOT / "config" / "starling.yml").read_text()
-    assert "    credentials: []\n" in text
     broker = broker_factory(
-        env={"SECURITY_MQTT_ALLOW_ANONYMOUS": "false", "MQTT_APPLICATION_CLIENTS_LIMIT": "2"},
-        config_text=text.replace("    credentials: []\n", CREDENTIALS),
+        env=credentials.env(MQTT_APPLICATION_CLIENTS_LIMIT="2"),
+        config_text=credentials.config_text(),
     )
     apps = []
     for i in range(2):
