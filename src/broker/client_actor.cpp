@@ -792,24 +792,11 @@ void client_actor::on_publish(mqtt::publish&& p) {
     // A QoS 2 PUBLISH whose PUBREC was already sent is a retransmission: answer it again,
     // do not publish twice.
     if (p.qos == mqtt::qos::exactly_once && inbound_qos2_.contains(p.packet_id)) {
-        pending_acks_.push_back(pending_ack{.seq = 0,
-                                            .packet_id = p.packet_id,
-                                            .qos = p.qos,
-                                            .done = true,
-                                            .code = mqtt::reason_code::success});
-        flush_acks();
+        answer_publish_now(p, mqtt::reason_code::success);
         return;
     }
     if (cfg.max_topic_segments != 0 && topic_levels(p.topic) > cfg.max_topic_segments) {
-        if (p.qos == mqtt::qos::at_most_once) {
-            return;
-        }
-        pending_acks_.push_back(pending_ack{.seq = 0,
-                                            .packet_id = p.packet_id,
-                                            .qos = p.qos,
-                                            .done = true,
-                                            .code = mqtt::reason_code::topic_name_invalid});
-        flush_acks();
+        answer_publish_now(p, mqtt::reason_code::topic_name_invalid);
         return;
     }
 
@@ -837,13 +824,8 @@ void client_actor::on_publish(mqtt::publish&& p) {
             // The v3 client answers our PUBREC with PUBREL: remember the id so it completes.
             inbound_qos2_.insert(p.packet_id);
         }
-        pending_acks_.push_back(pending_ack{
-            .seq = 0,
-            .packet_id = p.packet_id,
-            .qos = p.qos,
-            .done = true,
-            .code = c.v5() ? mqtt::reason_code::not_authorized : mqtt::reason_code::success});
-        flush_acks();
+        answer_publish_now(p,
+                           c.v5() ? mqtt::reason_code::not_authorized : mqtt::reason_code::success);
         return;
     }
 
@@ -2092,14 +2074,17 @@ void client_actor::answer_refused_publish(const mqtt::publish& p, mqtt::reason_c
         disconnect_with(v3_reason, why);
         return;
     }
+    answer_publish_now(p, mqtt::reason_code::quota_exceeded);
+}
+
+void client_actor::answer_publish_now(const mqtt::publish& p, mqtt::reason_code code) {
     if (p.qos == mqtt::qos::at_most_once) {
         return;
     }
-    pending_acks_.push_back(pending_ack{.seq = 0,
-                                        .packet_id = p.packet_id,
-                                        .qos = p.qos,
-                                        .done = true,
-                                        .code = mqtt::reason_code::quota_exceeded});
+    // Queued behind the acknowledgements still waiting for the log, so PUBACKs leave in the
+    // order the PUBLISHes came (seq 0 = already decided).
+    pending_acks_.push_back(
+        pending_ack{.seq = 0, .packet_id = p.packet_id, .qos = p.qos, .done = true, .code = code});
     flush_acks();
 }
 

@@ -378,6 +378,8 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     // acknowledgement, so the client is disconnected (`v3_reason` goes to the log).
     void answer_refused_publish(const mqtt::publish& p, mqtt::reason_code v3_reason,
                                 std::string_view why);
+    // Answers a QoS 1/2 PUBLISH that was decided without the log (PUBACK/PUBREC `code`).
+    void answer_publish_now(const mqtt::publish& p, mqtt::reason_code code);
     void refuse_publish(const mqtt::publish& p, ratelimit::quota_verdict v);
     void admit_publish(mqtt::publish&& p);
     std::optional<mqtt::publish> quota_charging_;

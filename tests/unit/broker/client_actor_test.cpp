@@ -877,12 +877,12 @@ namespace {
 // backoff schedule runs out.
 class broker_fixture_resume : public broker_fixture {
   protected:
-    // Publishes `count` QoS 1 messages "<first>".."<first+count-1>" on d/x and waits for the
-    // PUBACKs (the copies are then in the subscriber's inbox).
-    void publish_numbered(fake_channel& pub, int first, int count) {
+    // Publishes `count` QoS 1 messages "<first>".."<first+count-1>" on `topic` and waits for
+    // the PUBACKs (the copies are then in the log).
+    void publish_numbered(fake_channel& pub, int first, int count, const char* topic = "d/x") {
         for (int i = first; i < first + count; ++i) {
             send("pub", pub,
-                 mqtt::publish{.topic = "d/x",
+                 mqtt::publish{.topic = topic,
                                .payload = std::to_string(i),
                                .qos = mqtt::qos::at_least_once,
                                .packet_id = static_cast<std::uint16_t>(i),
@@ -1009,17 +1009,7 @@ class broker_fixture_group_inbox : public broker_fixture_resume {
         ASSERT_EQ(group_inbox_size(), count);
     }
     void publish_to_group(fake_channel& pub, int first, int count) {
-        for (int i = first; i < first + count; ++i) {
-            send("pub", pub,
-                 mqtt::publish{.topic = "s/x",
-                               .payload = std::to_string(i),
-                               .qos = mqtt::qos::at_least_once,
-                               .packet_id = static_cast<std::uint16_t>(i),
-                               .properties = {}});
-        }
-        for (int i = first; i < first + count; ++i) {
-            EXPECT_EQ(pub.expect<mqtt::puback>().packet_id, i);
-        }
+        publish_numbered(pub, first, count, "s/x");
     }
 };
 
