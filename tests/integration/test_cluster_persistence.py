@@ -11,6 +11,7 @@ import pytest
 
 from starling_it import codec, credentials
 from starling_it.cluster import cluster_env, new_prefix, requires_services
+from starling_it.private_redis import PrivateRedis
 from starling_it.raw_client import persistent
 
 pytestmark = [
@@ -143,48 +144,10 @@ def test_sigkill_of_the_device_node_loses_nothing_after_reconnecting_elsewhere(
 def private_redis(tmp_path):
     """A redis-server of its own (append-only file, fsync always) that the test may kill and
     start again on the same port and data."""
-    import shutil
-    import subprocess
-
-    from starling_it.brokers import free_port
-
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("redis-server is not installed (scripts/install-deps.sh)")
-    port = free_port()
-    data = tmp_path / "redis"
-    data.mkdir()
-
-    class Redis:
-        proc = None
-
-        def start(self) -> None:
-            self.proc = subprocess.Popen(
-                [binary, "--bind", "127.0.0.1", "--port", str(port), "--dir", str(data),
-                 "--appendonly", "yes", "--appendfsync", "always", "--save", ""],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )
-            deadline = time.monotonic() + 20
-            import socket
-
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                    return
-                except OSError:
-                    assert time.monotonic() < deadline, "redis-server did not start"
-                    time.sleep(0.05)  # polling a condition with a deadline
-
-        def kill(self) -> None:
-            self.proc.kill()
-            self.proc.wait()
-
-    r = Redis()
-    r.port = port
+    r = PrivateRedis(tmp_path / "redis", ["--appendonly", "yes", "--appendfsync", "always", "--save", ""])
     r.start()
     yield r
-    if r.proc.poll() is None:
-        r.kill()
+    r.close()
 
 
 @pytest.mark.slow

@@ -23,6 +23,7 @@ import pytest
 from starling_it import codec, rest
 from starling_it.brokers import BrokerError
 from starling_it.cluster import REDIS, cluster_env, new_prefix, requires_services
+from starling_it.private_redis import PrivateRedis
 from starling_it.prometheus import metric_sum
 from starling_it.raw_client import persistent
 
@@ -374,46 +375,10 @@ def test_a_publish_waiting_for_tokens_keeps_the_order_of_what_follows(
 @pytest.fixture
 def private_redis(tmp_path):
     """A redis-server of its own that the test may stop and start again on the same port."""
-    import shutil
-    import subprocess
-
-    from starling_it.brokers import free_port
-
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("redis-server is not installed (scripts/install-deps.sh)")
-    port = free_port()
-    data = tmp_path / "redis"
-    data.mkdir()
-
-    class Redis:
-        proc = None
-
-        def start(self) -> None:
-            self.proc = subprocess.Popen(
-                [binary, "--bind", "127.0.0.1", "--port", str(port), "--dir", str(data),
-                 "--save", "", "--appendonly", "no"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )
-            deadline = time.monotonic() + 20
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                    return
-                except OSError:
-                    assert time.monotonic() < deadline, "redis-server did not start"
-                    time.sleep(0.05)  # polling a condition with a deadline
-
-        def kill(self) -> None:
-            self.proc.kill()
-            self.proc.wait()
-
-    r = Redis()
-    r.port = port
+    r = PrivateRedis(tmp_path / "redis", ["--save", "", "--appendonly", "no"])
     r.start()
     yield r
-    if r.proc.poll() is None:
-        r.kill()
+    r.close()
 
 
 @pytest.mark.cluster
