@@ -21,6 +21,7 @@ import time
 import pytest
 
 from starling_it import codec, rest
+from starling_it import rate as rate_run
 from starling_it.brokers import BrokerError
 from starling_it.cluster import REDIS, cluster_env, new_prefix, requires_services
 from starling_it.private_redis import PrivateRedis
@@ -157,21 +158,10 @@ def test_quota_holds_its_rate(broker_factory, raw_client, uid):
     broker = broker_factory(env=quota_env(f"{capacity}:{int(period)}", block_size=block))
     pub = raw_client(broker)
     assert pub.connect(f"{uid}-pub").reason_code == 0
-    sent, acked, ok = [], [], 0
-    start = time.monotonic()
-    while time.monotonic() - start < run_for:
-        sent.append(time.monotonic())
-        code = pub.publish(f"q/{uid}/rate", b"r", qos=1).reason_code
-        acked.append(time.monotonic())
-        assert code in (0, QUOTA_EXCEEDED), hex(code)
-        ok += code == 0
-    total = len(sent)
-    longest_gap = max(acked[k + 1] - sent[k] for k in range(total - 1))
-    assert longest_gap < period, f"the publisher stalled {longest_gap:.2f}s; cannot measure"
-    # The bucket started full when the daemon started (before sent[0]), so the upper bound
-    # counts from the broker's start: at most capacity + rate * (time since start-up).
-    outer = acked[-1] - sent[0]
-    inner = sent[-1] - acked[0]
+    run = rate_run.publish_for(pub, f"q/{uid}/rate", run_for, period)
+    ok, total, inner, outer = run.accepted, run.offered, run.inner, run.outer
+    # The bucket started full when the daemon started (before the first send), so the upper
+    # bound counts from the broker's start: at most capacity + rate * (time since start-up).
     # Lower bound: the refill over the span, less what the lease may still hold (one block)
     # and one empty backoff of refill that a refusal streak may leave undrawn at the end.
     low = math.floor(rate * inner) - block - math.ceil(rate * 0.1) - 1

@@ -19,6 +19,7 @@ import time
 import pytest
 
 from starling_it import codec
+from starling_it import rate as rate_run
 from starling_it.brokers import BrokerError
 from starling_it.cluster import REDIS, cluster_env, new_prefix, requires_services
 from starling_it.prometheus import metric_sum
@@ -129,21 +130,8 @@ def test_incoming_limit_holds_its_rate(broker_factory, raw_client, uid):
     broker = broker_factory(env=incoming_env(f"{capacity}:{int(period)},1000000:3600"))
     pub = raw_client(broker)
     assert pub.connect(f"{uid}-pub").reason_code == 0
-    sent, acked, ok = [], [], 0
-    start = time.monotonic()
-    while time.monotonic() - start < run_for:
-        sent.append(time.monotonic())
-        code = pub.publish(f"rl/{uid}/rate", b"r", qos=1).reason_code
-        acked.append(time.monotonic())
-        assert code in (0, QUOTA_EXCEEDED), hex(code)
-        ok += code == 0
-    total = len(sent)
-    # The premise: tokens never pile up beyond the burst, i.e. the broker never saw a pause of
-    # a whole period between two publishes (each handled between its send and its ack).
-    longest_gap = max(acked[k + 1] - sent[k] for k in range(total - 1))
-    assert longest_gap < period, f"the publisher stalled {longest_gap:.2f}s; cannot measure"
-    outer = acked[-1] - sent[0]  # the broker's span is at most this ...
-    inner = sent[-1] - acked[0]  # ... and at least this
+    run = rate_run.publish_for(pub, f"rl/{uid}/rate", run_for, period)
+    ok, total, inner, outer = run.accepted, run.offered, run.inner, run.outer
     low = capacity + math.floor(rate * inner) - 1
     high = capacity + math.floor(rate * outer) + 1
     ideal = capacity + rate * (inner + outer) / 2
