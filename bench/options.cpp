@@ -66,6 +66,14 @@ std::string describe(const scenario_spec& s) {
               << " publishers, then " << s.subscribers << " subscribers of '" << s.sub_filter
               << "', QoS " << qos(s.pub_qos) << "/" << qos(s.sub_qos);
             break;
+        case scenario_kind::drain:
+            d << s.publishers << " publisher" << (s.publishers == 1 ? "" : "s") << " queue "
+              << s.queued << " message" << (s.queued == 1 ? "" : "s") << " each ('" << s.pub_topic
+              << "', QoS " << qos(s.pub_qos) << ") for " << s.subscribers
+              << " offline persistent subscriber" << (s.subscribers == 1 ? "" : "s") << " ('"
+              << s.sub_filter << "', QoS " << qos(s.sub_qos)
+              << "), which then reconnect at once and drain, " << s.payload_size << " B";
+            break;
         case scenario_kind::throughput:
             if (s.publishers != 0) {
                 d << s.publishers << " publisher" << (s.publishers == 1 ? "" : "s") << " ('"
@@ -93,7 +101,7 @@ usage:
   starling-bench pub      [options]            publishers
   starling-bench sub      [options]            subscribers
   starling-bench scenario <name> [options]     fan-out | fan-in | p2p | shared |
-                                               connections | retained
+                                               connections | retained | drain
   starling-bench compare  <result.json>...     side-by-side table of several runs
 
 connection:
@@ -123,6 +131,8 @@ load:
   --search-precision F (0.15)  --search-budget S (120)  --max-p99-ms MS (1000)
   --moderate-rate N     also measure latency at this fixed rate
   --retained-count N  --settle S (1)
+  --queued N (1000)     drain: messages each publisher queues for the offline subscribers;
+                        a drain without progress for --drain S ends the run as a stall
 output:
   --json FILE  --label NAME  --broker-pid PID  --per-client  --quiet
 )";
@@ -264,6 +274,7 @@ parse_outcome parse_options(int argc, const char* const* argv) {
         {"--moderate-rate", opt_num(o.moderate_rate)},
         {"--max-p99-ms", num(o.max_p99_ms)},
         {"--retained-count", opt_num(o.retained_count)},
+        {"--queued", opt_num(o.queued)},
         {"--settle", num(o.settle_s)},
         {"--json", text(o.json_path)},
         {"--label", text(o.label)},
@@ -323,7 +334,7 @@ parse_outcome parse_options(int argc, const char* const* argv) {
 }
 
 std::vector<std::string> scenario_names() {
-    return {"fan-out", "fan-in", "p2p", "shared", "connections", "retained"};
+    return {"fan-out", "fan-in", "p2p", "shared", "connections", "retained", "drain"};
 }
 
 std::optional<scenario_spec> resolve_scenario(const bench_options& o, std::string& error) {
@@ -412,10 +423,20 @@ std::optional<scenario_spec> resolve_scenario(const bench_options& o, std::strin
                 s.retain = true;
                 s.topic_per_message = true;
                 s.retained_count = 100000;
+            } else if (o.scenario == "drain") {
+                // M persistent subscribers, one private topic each, go offline; one publisher
+                // per topic queues N messages for each; then all reconnect at once.
+                s.kind = scenario_kind::drain;
+                s.subscribers = 100;
+                s.pub_topic = "bench/%r/drain/%i";
+                s.sub_filter = "bench/%r/drain/%i";
+                s.pub_qos = s.sub_qos = mqtt::qos::at_least_once;
+                s.sub_persistent = true;
+                s.queued = 1000;
             } else {
                 error = "unknown scenario '" + o.scenario +
                         "' (known: fan-out, fan-in, p2p, "
-                        "shared, connections, retained)";
+                        "shared, connections, retained, drain)";
                 return std::nullopt;
             }
             break;
@@ -430,6 +451,9 @@ std::optional<scenario_spec> resolve_scenario(const bench_options& o, std::strin
     }
     if (o.subscribers) {
         s.subscribers = *o.subscribers;
+    }
+    if (s.kind == scenario_kind::drain && !o.publishers) {
+        s.publishers = s.subscribers;  // one publisher per subscriber's topic
     }
     if (o.connections) {
         s.connections = *o.connections;
@@ -464,6 +488,9 @@ std::optional<scenario_spec> resolve_scenario(const bench_options& o, std::strin
     }
     if (o.retained_count) {
         s.retained_count = *o.retained_count;
+    }
+    if (o.queued) {
+        s.queued = *o.queued;
     }
     if (o.duration_s) {
         s.duration_s = *o.duration_s;
@@ -514,6 +541,30 @@ std::optional<scenario_spec> resolve_scenario(const bench_options& o, std::strin
         (s.publishers == 0 || s.subscribers == 0 || s.retained_count == 0)) {
         error = "retained needs publishers, subscribers and --retained-count";
         return std::nullopt;
+    }
+    if (s.kind == scenario_kind::drain) {
+        if (s.publishers == 0 || s.subscribers == 0 || s.queued == 0) {
+            error = "drain needs publishers, subscribers and --queued";
+            return std::nullopt;
+        }
+        if (!s.sub_persistent) {
+            error = "drain needs persistent subscribers (--clean makes nothing to drain)";
+            return std::nullopt;
+        }
+        if (s.pub_qos == mqtt::qos::at_most_once || s.sub_qos == mqtt::qos::at_most_once) {
+            error = "drain needs QoS 1 or 2 on both sides: offline sessions queue no QoS 0";
+            return std::nullopt;
+        }
+        if (mqtt::is_v5(o.version) && o.session_expiry == 0) {
+            error =
+                "drain with -V 5 needs --session-expiry above 0 (the session must outlive "
+                "the disconnect)";
+            return std::nullopt;
+        }
+        if (o.search) {
+            error = "--search is for the throughput scenarios";
+            return std::nullopt;
+        }
     }
     if (o.search && o.mode != bench_mode::scenario) {
         error = "--search is for scenarios";

@@ -7,7 +7,7 @@
 //   starling-bench sub      [options]          N subscribers
 //   starling-bench scenario <name> [options]   publishers and subscribers together:
 //                                              fan-out, fan-in, p2p, shared, connections,
-//                                              retained
+//                                              retained, drain
 //   starling-bench compare  <result.json>...   one side-by-side table of several runs
 //
 // parse_options() only reads the text; resolve_scenario() turns mode, scenario name and the
@@ -27,7 +27,7 @@
 namespace starling::bench {
 
 enum class bench_mode : std::uint8_t { help, conn, pub, sub, scenario, compare };
-enum class scenario_kind : std::uint8_t { throughput, connections, retained };
+enum class scenario_kind : std::uint8_t { throughput, connections, retained, drain };
 
 struct bench_options {
     bench_mode mode = bench_mode::help;
@@ -70,7 +70,8 @@ struct bench_options {
     std::optional<double> rate_per_client;  // alternatively, per publisher
     double warmup_s = 1;
     std::optional<double> duration_s;
-    double drain_s = 5;       // longest wait for stragglers after a step
+    double drain_s = 5;       // longest wait for stragglers after a step; in the drain
+                              // scenario, the longest time without progress (a stall)
     double drain_idle_s = 1;  // stop waiting once nothing arrived for this long
     bool search = false;
     std::optional<double> rate_start;
@@ -82,6 +83,7 @@ struct bench_options {
     std::optional<double> moderate_rate;
     double max_p99_ms = 1000;  // a step whose e2e p99 exceeds this is not sustained
     std::optional<std::uint64_t> retained_count;
+    std::optional<std::uint64_t> queued;  // drain: messages each publisher queues
     double settle_s = 1;
     std::optional<std::uint32_t> connections;
 
@@ -127,6 +129,9 @@ struct scenario_spec {
     double duration_s = 5;
     bool strict = true;  // publishers and subscribers of this run only
     std::uint64_t retained_count = 0;
+    // drain: messages each publisher sends while the subscribers are offline (with the default
+    // one publisher per subscriber topic: the backlog of each subscriber).
+    std::uint64_t queued = 0;
     std::string description;
 };
 

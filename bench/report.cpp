@@ -247,6 +247,152 @@ void print_throughput_summary(std::FILE* out, const json& sum) {
     std::fflush(out);
 }
 
+// --- drain ---
+
+namespace {
+
+constexpr std::size_t max_missing_listed = 20;
+
+json optional_number(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+json megabytes(const std::optional<process_memory>& m, bool peak) {
+    if (!m) {
+        return nullptr;
+    }
+    return static_cast<double>(peak ? m->peak_kb : m->rss_kb) / 1024.0;
+}
+
+}  // namespace
+
+json drain_summary(const std::vector<drain_subscriber>& subscribers, const drain_tally& t,
+                   const drain_measurement& m) {
+    json sum;
+    sum["subscribers"] = t.subscribers;
+    sum["publishers"] = m.publishers;
+    sum["queued_per_publisher"] = m.queued_per_publisher;
+    sum["queued_total"] = t.expected;
+    sum["published"] = m.published;
+    sum["published_acked"] = m.acked;
+    sum["publish_failed"] = m.publish_failed;
+    sum["publish_time_s"] = m.publish_s;
+    sum["publish_rate"] =
+        m.publish_s > 0 ? json(static_cast<double>(m.published) / m.publish_s) : json(nullptr);
+    sum["publish_stalled"] = m.publish_stalled;
+    sum["reconnected"] = m.reconnected;
+    sum["sessions_resumed"] = m.sessions_resumed;
+    sum["reconnect_latency"] = to_json(m.reconnect);
+    sum["complete"] = t.complete;
+    sum["stalled"] = m.stalled;
+    sum["stall_limit_s"] = m.stall_limit_s;
+    sum["waited_s"] = m.waited_s;
+    sum["drain_time_s"] = optional_number(t.drain_s);
+    sum["drain_rate"] = optional_number(t.drain_rate);
+    sum["first_message_s"] = optional_number(t.first_message_s);
+    sum["last_message_s"] = optional_number(t.last_message_s);
+    sum["subscriber_drain_p50_s"] = optional_number(t.subscriber_p50_s);
+    sum["subscriber_drain_max_s"] = optional_number(t.subscriber_max_s);
+    sum["subscribers_expecting"] = t.subscribers_expecting;
+    sum["subscribers_complete"] = t.subscribers_complete;
+    sum["delivered"] = t.delivered;
+    sum["received"] = t.received;
+    sum["lost"] = t.lost;
+    sum["duplicates"] = t.duplicates;
+    sum["out_of_order"] = t.out_of_order;
+    sum["unexpected"] = t.unexpected;
+    sum["subscribers_with_loss"] = t.subscribers_with_loss;
+    sum["worst_subscriber"] = t.worst_subscriber;
+    sum["worst_subscriber_lost"] = t.worst_subscriber_lost;
+    std::vector<const drain_subscriber*> missing;
+    for (const auto& s : subscribers) {
+        if (s.lost != 0) {
+            missing.push_back(&s);
+        }
+    }
+    std::stable_sort(missing.begin(), missing.end(),
+                     [](const auto* a, const auto* b) { return a->lost > b->lost; });
+    if (missing.size() > max_missing_listed) {
+        missing.resize(max_missing_listed);
+    }
+    sum["missing_by_subscriber"] = json::array();
+    for (const auto* s : missing) {
+        sum["missing_by_subscriber"].push_back(json{{"name", s->name},
+                                                    {"expected", s->expected},
+                                                    {"delivered", s->unique},
+                                                    {"missing", s->lost}});
+    }
+    sum["broker_cpu_s_draining"] = optional_number(m.broker_cpu_s);
+    sum["cpu_s_per_million"] = m.broker_cpu_s && t.delivered != 0
+                                   ? json(*m.broker_cpu_s / static_cast<double>(t.delivered) * 1e6)
+                                   : json(nullptr);
+    sum["broker_rss_queued_mb"] = megabytes(m.memory_queued, false);
+    sum["broker_peak_rss_mb"] = megabytes(m.memory_end, true);
+    return sum;
+}
+
+void print_drain_summary(std::FILE* out, const json& sum) {
+    auto number = [&](const char* key) {
+        const auto& v = sum[key];
+        return v.is_number() ? short_number(v.get<double>()) : std::string("-");
+    };
+    auto count = [&](const char* key) {
+        const auto& v = sum[key];
+        return v.is_number() ? grouped(v.get<double>()) : std::string("-");
+    };
+    std::fprintf(
+        out, "queued: %s messages for %s subscribers by %s publishers in %s s (%s msg/s)%s\n",
+        count("queued_total").c_str(), count("subscribers").c_str(), count("publishers").c_str(),
+        number("publish_time_s").c_str(), count("publish_rate").c_str(),
+        sum.value("publish_stalled", false) ? "; publishing STALLED before every PUBACK"
+                                            : ", every one acknowledged");
+    if (sum.value("complete", false)) {
+        std::fprintf(out,
+                     "drained in %s s: %s msg/s; first message after %s s, median subscriber "
+                     "done after %s s\n",
+                     number("drain_time_s").c_str(), count("drain_rate").c_str(),
+                     number("first_message_s").c_str(), number("subscriber_drain_p50_s").c_str());
+    } else {
+        const std::string last = sum["last_message_s"].is_number()
+                                     ? "the last after " + number("last_message_s") + " s"
+                                     : "none arrived";
+        std::fprintf(out,
+                     "drain %s: %s of %s messages delivered (%s), %s missing over %s of %s "
+                     "subscribers",
+                     sum.value("stalled", false) ? "STALLED" : "INCOMPLETE",
+                     count("delivered").c_str(), count("queued_total").c_str(), last.c_str(),
+                     count("lost").c_str(), count("subscribers_with_loss").c_str(),
+                     count("subscribers").c_str());
+        if (sum.value("stalled", false)) {
+            std::fprintf(out, "; nothing new for %s s", number("stall_limit_s").c_str());
+        }
+        std::fprintf(out, "\n");
+        for (const auto& s : sum["missing_by_subscriber"]) {
+            std::fprintf(out, "  %s: %s of %s delivered, %s missing\n",
+                         s["name"].get<std::string>().c_str(),
+                         grouped(s["delivered"].get<double>()).c_str(),
+                         grouped(s["expected"].get<double>()).c_str(),
+                         grouped(s["missing"].get<double>()).c_str());
+        }
+    }
+    std::fprintf(out, "lost %s, duplicates %s, out of order %s; sessions resumed %s of %s",
+                 count("lost").c_str(), count("duplicates").c_str(), count("out_of_order").c_str(),
+                 count("sessions_resumed").c_str(), count("subscribers").c_str());
+    const auto& reconnect = sum["reconnect_latency"];
+    if (reconnect.value("count", 0) != 0) {
+        std::fprintf(out, " (reconnect to CONNACK p50 %s ms, max %s ms)",
+                     short_number(reconnect.value("p50", 0.0)).c_str(),
+                     short_number(reconnect.value("max", 0.0)).c_str());
+    }
+    std::fprintf(out, "\n");
+    if (!sum["broker_cpu_s_draining"].is_null()) {
+        std::fprintf(out,
+                     "broker: %s CPU s during the drain (%s per 1M delivered); RSS %s MB holding "
+                     "the backlog, peak %s MB\n",
+                     number("broker_cpu_s_draining").c_str(), number("cpu_s_per_million").c_str(),
+                     number("broker_rss_queued_mb").c_str(), number("broker_peak_rss_mb").c_str());
+    }
+    std::fflush(out);
+}
+
 // --- compare ---
 
 namespace {
@@ -295,8 +441,27 @@ const std::vector<metric_row>& rows_for(const std::string& kind) {
         {"broker CPU s per 1M delivered", "/summary/cpu_s_per_million", false, false},
         {"broker peak RSS MB", "/summary/broker_peak_rss_mb", false, false},
     };
+    static const std::vector<metric_row> drain = {
+        {"drain time s (reconnect to last message)", "/summary/drain_time_s", false, false},
+        {"drained msg/s (all subscribers)", "/summary/drain_rate", true, true},
+        {"subscribers that got their whole backlog", "/summary/subscribers_complete", true, true},
+        {"  first message after reconnect, s", "/summary/first_message_s", false, false},
+        {"  median subscriber drained, s", "/summary/subscriber_drain_p50_s", false, false},
+        {"  reconnect to CONNACK, max ms", "/summary/reconnect_latency/max", false, false},
+        {"messages lost (missing after the drain)", "/summary/lost", false, true},
+        {"messages duplicated", "/summary/duplicates", false, true},
+        {"messages out of order", "/summary/out_of_order", false, true},
+        {"broker CPU s during the drain", "/summary/broker_cpu_s_draining", false, false},
+        {"broker CPU s per 1M delivered", "/summary/cpu_s_per_million", false, false},
+        {"broker RSS MB holding the backlog", "/summary/broker_rss_queued_mb", false, false},
+        {"broker peak RSS MB", "/summary/broker_peak_rss_mb", false, false},
+        {"queueing: publish msg/s (to the last PUBACK)", "/summary/publish_rate", true, true},
+    };
     if (kind == "connections") {
         return connections;
+    }
+    if (kind == "drain") {
+        return drain;
     }
     if (kind == "retained") {
         return retained;

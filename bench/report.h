@@ -10,11 +10,12 @@
 // out_of_order, stale), "latency_ms" and "puback_ms" ({p50, p99, p999, max, mean, count}),
 // broker/bench CPU seconds, "cpu_s_per_million", "verdict". The summary holds the numbers the
 // comparison table reads: max_delivered_rate, latency_at_max, latency_at_moderate,
-// cpu_s_per_million, broker_peak_rss_mb, and per kind connect_rate / bytes_per_connection or
-// retained_store_rate / time_to_deliver_s.
+// cpu_s_per_million, broker_peak_rss_mb, and per kind connect_rate / bytes_per_connection,
+// retained_store_rate / time_to_deliver_s, or drain_time_s / drain_rate.
 //
 // Concurrency: free functions, called from the main thread.
 
+#include "bench/drain.h"
 #include "bench/histogram.h"
 #include "bench/proc_stats.h"
 #include <nlohmann/json.hpp>
@@ -96,6 +97,32 @@ nlohmann::json make_result(const run_header& header, const std::vector<step_resu
 nlohmann::json throughput_summary(const std::vector<step_result>& steps,
                                   std::optional<std::uint64_t> broker_peak_kb);
 void print_throughput_summary(std::FILE* out, const nlohmann::json& summary);
+
+// What the drain scenario measured besides the subscribers' counts (drain.h).
+struct drain_measurement {
+    std::uint32_t publishers = 0;
+    std::uint64_t queued_per_publisher = 0;
+    std::uint64_t published = 0;  // messages sent while the subscribers were offline
+    std::uint64_t acked = 0;      // of those, acknowledged (PUBACK/PUBCOMP) by the broker
+    std::uint64_t publish_failed = 0;
+    double publish_s = 0;  // first publish to the last acknowledgement
+    bool publish_stalled = false;
+    std::uint32_t reconnected = 0;                // subscribers whose reconnect got a CONNACK
+    std::uint32_t sessions_resumed = 0;           // of those, with "session present"
+    latency_summary reconnect;                    // reconnect to CONNACK, per subscriber
+    bool stalled = false;                         // the drain ended for lack of progress
+    double stall_limit_s = 0;                     // --drain
+    double waited_s = 0;                          // first reconnect to the end of waiting
+    std::optional<double> broker_cpu_s;           // first reconnect to the end of waiting
+    std::optional<process_memory> memory_queued;  // broker memory holding the backlog
+    std::optional<process_memory> memory_end;
+};
+
+// The summary of a drain run (the numbers `compare` reads) and its human form. The subscribers
+// missing messages are listed (the 20 missing most) with their counts.
+nlohmann::json drain_summary(const std::vector<drain_subscriber>& subscribers,
+                             const drain_tally& tally, const drain_measurement& m);
+void print_drain_summary(std::FILE* out, const nlohmann::json& summary);
 
 // `starling-bench compare`: reads result files, prints one markdown table per scenario with a
 // column per broker and the ratio of the first two brokers named (starling / mosquitto when

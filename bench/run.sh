@@ -5,7 +5,7 @@
 # machine's description) go to bench/results/<date>-<mode>/.
 #
 #   bench/run.sh                 full suite (about 10-15 minutes on 2 cores); never pass/fail
-#   bench/run.sh --smoke         tiny sizes, about 6 s against Starling; exits non-zero when the
+#   bench/run.sh --smoke         tiny sizes, about 7 s against Starling; exits non-zero when the
 #                                tool fails or a QoS 1 scenario loses or duplicates messages
 #                                (this is what CI runs: no ctest needed)
 #
@@ -24,9 +24,10 @@
 #   --fixed-rate R          instead of searching for the maximum rate, measure every scenario at
 #                           R msg/s (latency at a moderate load, e.g. PUBACK p50/p99)
 #   --scenarios LIST        comma-separated subset of fan-out,fan-in,p2p,shared,connections,
-#                           retained (default: all)
+#                           retained,drain (default: all)
 #   --scale F               multiply every client count and the retained count by F
-#                           (default 1: the issue's sizes, which fit a 2-core machine)
+#                           (default 1: the issue's sizes, which fit a 2-core machine); the
+#                           drain backlog per subscriber stays 1,000 messages
 #   --duration S            seconds measured per step (default 4; smoke 0.5)
 #   --threads N             load-generator threads (default 1)
 #   --client-type T         device (default) or application: Starling's subscribers log in
@@ -46,7 +47,7 @@ MODE=full
 BUILD_DIR=""
 NO_BUILD=0
 BROKERS=""
-SCENARIOS="fan-out,fan-in,p2p,shared,connections,retained"
+SCENARIOS="fan-out,fan-in,p2p,shared,connections,retained,drain"
 SCALE=1
 DURATION=""
 THREADS=1
@@ -114,6 +115,7 @@ if [[ $MODE == smoke ]]; then
         [shared]="--publishers 10 --subscribers 3 --rate 400"
         [connections]="--connections 200 --duration 0.3"
         [retained]="--publishers 2 --subscribers 2 --retained-count 500 --settle 0.2"
+        [drain]="--subscribers 5 --queued 200 --settle 0.2"
     )
 else
     DURATION=${DURATION:-4}
@@ -126,6 +128,9 @@ else
         [shared]="--search --publishers $(scaled 1000) --subscribers $(scaled 10)"
         [connections]="--connections $(scaled 10000) --duration 3"
         [retained]="--publishers 10 --subscribers 10 --retained-count $(scaled 100000)"
+        # 1,000 messages queued for each of 100 offline persistent subscribers; --drain 5 (in
+        # COMMON) is how long the drain may make no progress before it counts as a stall.
+        [drain]="--subscribers $(scaled 100) --queued 1000"
     )
 fi
 
@@ -281,13 +286,14 @@ start_starling-cluster() {
 
 start_mosquitto() {
     BROKER_PORT=$(free_port) || { echo "run.sh: no free port" >&2; return 1; }
-    # Persistence off; queues raised so it never drops by configuration; the same in-flight
-    # window as Starling's default (mqtt.max-in-flight-msgs 1000); quiet logs.
+    # Persistence off; queues unbounded (0 = no limit on messages or bytes; the default 1000
+    # would drop most of the drain scenario's backlog) so it never drops by configuration; the
+    # same in-flight window as Starling's default (mqtt.max-in-flight-msgs 1000); quiet logs.
     cat >"$WORK/mosquitto.conf" <<EOF
 listener $BROKER_PORT 127.0.0.1
 allow_anonymous true
 persistence false
-max_queued_messages 10000000
+max_queued_messages 0
 max_queued_bytes 0
 max_inflight_messages 1000
 max_keepalive 65535

@@ -2,6 +2,7 @@
 
 #include "mqtt/topic.h"
 
+#include "bench/drain.h"
 #include "bench/payload.h"
 #include "bench/topic_pattern.h"
 #include <unistd.h>
@@ -30,6 +31,12 @@ constexpr auto poll_interval = std::chrono::milliseconds(20);
 std::uint64_t seconds_to_ns(double s) { return static_cast<std::uint64_t>(s * 1e9); }
 
 double ns_to_s(std::uint64_t ns) { return static_cast<double>(ns) / 1e9; }
+
+std::string seconds_text(double s) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%g", s);
+    return text;
+}
 
 void sleep_until_ns(std::uint64_t deadline) {
     const std::uint64_t now = monotonic_ns();
@@ -71,6 +78,8 @@ int runner::run() {
             return run_connections();
         case scenario_kind::retained:
             return run_retained();
+        case scenario_kind::drain:
+            return run_drain();
     }
     return exit_failure;
 }
@@ -938,6 +947,321 @@ int runner::run_retained() {
     return lost != 0 ? exit_loss : exit_ok;
 }
 
+// --- drain ---
+
+bool runner::disconnect_subscribers() {
+    for (auto& w : workers_) {
+        w->call([&] { w->disconnect_subscribers(); });
+    }
+    const std::uint64_t deadline = monotonic_ns() + 5 * ns_per_s;
+    for (;;) {
+        std::size_t open = 0;
+        for (auto& w : workers_) {
+            open += w->call([&] { return w->open_subscribers(); });
+        }
+        if (open == 0) {
+            return true;
+        }
+        if (monotonic_ns() >= deadline) {
+            // The sessions stay on the broker either way; only the goodbye is missing.
+            for (auto& w : workers_) {
+                w->call([&] { w->abort_subscribers("DISCONNECT not written within 5 s"); });
+            }
+            return false;
+        }
+        std::this_thread::sleep_for(poll_interval);
+    }
+}
+
+int runner::run_drain() {
+    build_clients();
+    if (!errors_.empty()) {
+        for (const auto& e : errors_) {
+            std::fprintf(stderr, "starling-bench: %s\n", e.c_str());
+        }
+        return exit_usage;
+    }
+    // 1. Persistent sessions: every subscriber subscribes, then disconnects cleanly. The
+    // publishers connect with them and stay connected.
+    if (!connect_all() || !subscribe_all()) {
+        finish({}, json{{"setup_failed", true}});
+        return exit_failure;
+    }
+    if (!disconnect_subscribers()) {
+        note("  some subscribers did not close within 5 s: their sockets were closed instead\n");
+    }
+    // Let the broker process every DISCONNECT first: each copy is then queued for an offline
+    // session, none is written to a closing socket.
+    std::this_thread::sleep_for(std::chrono::nanoseconds(seconds_to_ns(o_.settle_s)));
+
+    // 2. Queue: every publisher sends its messages (as fast as its window allows, or at --rate)
+    // and the run waits for every acknowledgement.
+    step_plan plan;
+    plan.run_id = run_id_;
+    plan.step = ++step_;
+    plan.start_ns = monotonic_ns() + 10'000'000;
+    plan.measure_ns = plan.start_ns;
+    plan.end_ns = plan.start_ns + 86'400 * ns_per_s;  // the message count ends publishing
+    plan.rate_per_publisher = s_.rate / static_cast<double>(s_.publishers);
+    plan.messages_per_publisher = s_.queued;
+    plan.payload_size = s_.payload_size;
+    plan.retain = s_.retain;
+    plan.strict = true;
+    for (auto& w : workers_) {
+        w->call([&] { w->begin_step(plan); });
+    }
+    drain_measurement m;
+    m.publishers = s_.publishers;
+    m.queued_per_publisher = s_.queued;
+    m.stall_limit_s = o_.drain_s;
+    const std::uint64_t stall_ns = seconds_to_ns(o_.drain_s);
+    {
+        stall_watch watch(stall_ns, plan.start_ns);
+        std::uint64_t last_print = monotonic_ns();
+        for (;;) {
+            const auto p = progress_all();
+            const std::uint64_t now = monotonic_ns();
+            if (p.publishers_active == 0 && p.inflight == 0) {
+                break;
+            }
+            if (p.closed_unexpectedly != 0) {
+                errors_.push_back("a publisher's connection closed while queueing");
+                m.publish_stalled = true;
+                break;
+            }
+            if (watch.stalled(p.sent + p.acked, now)) {
+                errors_.push_back("queueing stalled: no acknowledgement for " +
+                                  seconds_text(o_.drain_s) + " s");
+                m.publish_stalled = true;
+                break;
+            }
+            if (now - last_print >= ns_per_s) {
+                last_print = now;
+                note("  queueing: %llu sent, %llu acknowledged\n",
+                     static_cast<unsigned long long>(p.sent),
+                     static_cast<unsigned long long>(p.acked));
+            }
+            std::this_thread::sleep_for(poll_interval);
+        }
+    }
+    const std::uint64_t queued_at = monotonic_ns();
+    const auto sent = collect_sent();
+    {
+        const auto p = progress_all();
+        m.acked = p.acked;
+        m.publish_failed = p.publish_failed;
+    }
+    for (auto n : sent) {
+        m.published += n;
+    }
+    m.publish_s = ns_to_s(queued_at - plan.start_ns);
+    m.memory_queued = broker_memory();
+    note("  queued %llu messages in %.2f s (%llu acknowledged)\n",
+         static_cast<unsigned long long>(m.published), m.publish_s,
+         static_cast<unsigned long long>(m.acked));
+
+    // 3. Drain: every subscriber reconnects at once (same client id, clean start 0) and
+    // acknowledges what arrives; timed from the first reconnect to the last message.
+    std::uint32_t expecting = 0;
+    for (auto& w : workers_) {
+        w->call([&] { w->set_expectations(sent); });
+        for (const auto& d : w->call([&] { return w->report(sent); }).domains) {
+            expecting += d.expected != 0 ? 1 : 0;
+        }
+    }
+    for (auto& w : workers_) {
+        w->call([&] { w->reset_connection_histograms(); });  // from here: reconnects only
+    }
+    const auto before = progress_all();
+    const std::size_t all_at_once =
+        std::max<std::size_t>(o_.max_pending, static_cast<std::size_t>(s_.subscribers));
+    const std::uint64_t timeout_ns = seconds_to_ns(o_.connect_timeout_s);
+    const double self0 = self_cpu_seconds();
+    const auto cpu0 = broker_cpu();
+    const std::uint64_t reconnect_ns = monotonic_ns();
+    for (auto& w : workers_) {
+        w->call([&] {
+            w->renew_subscribers();
+            w->start_connecting(server_, ifaddrs_, 0, all_at_once, timeout_ns);
+        });
+    }
+    constexpr std::uint64_t max_drain_ns = 600 * ns_per_s;
+    {
+        stall_watch watch(stall_ns, reconnect_ns);
+        std::uint64_t last_print = reconnect_ns;
+        for (;;) {
+            const auto p = progress_all();
+            const std::uint64_t now = monotonic_ns();
+            if (p.domains_complete >= expecting) {
+                break;
+            }
+            // Reconnects count as progress too: a big reconnect storm is not a stall.
+            if (watch.stalled(p.unique + p.connected + p.connect_failed, now)) {
+                m.stalled = true;
+                break;
+            }
+            if (now - reconnect_ns > max_drain_ns) {
+                break;
+            }
+            if (now - last_print >= ns_per_s) {
+                last_print = now;
+                note("  draining: %llu of %llu delivered, %llu of %u reconnected\n",
+                     static_cast<unsigned long long>(p.unique),
+                     static_cast<unsigned long long>(m.published),
+                     static_cast<unsigned long long>(p.connected - before.connected),
+                     s_.subscribers);
+            }
+            std::this_thread::sleep_for(poll_interval);
+        }
+    }
+    const auto cpu1 = broker_cpu();
+    const std::uint64_t stop_ns = monotonic_ns();
+    const double self1 = self_cpu_seconds();
+    m.memory_end = broker_memory();
+    m.waited_s = ns_to_s(stop_ns - reconnect_ns);
+    if (cpu0 && cpu1) {
+        m.broker_cpu_s = *cpu1 - *cpu0;
+    }
+
+    // Collect.
+    std::vector<drain_subscriber> subscribers;
+    worker_counters c;
+    latency_histogram age;
+    latency_histogram puback;
+    latency_histogram reconnect;
+    step_result r;
+    for (auto& w : workers_) {
+        auto report = w->call([&] { return w->report(sent); });
+        c.add(report.counters);
+        age.merge(report.e2e);
+        puback.merge(report.puback);
+        reconnect.merge(report.connect);
+        for (const auto& d : report.domains) {
+            subscribers.push_back(drain_subscriber{.name = d.name,
+                                                   .expected = d.expected,
+                                                   .received = d.received,
+                                                   .unique = d.unique,
+                                                   .lost = d.lost,
+                                                   .duplicates = d.duplicates,
+                                                   .out_of_order = d.out_of_order,
+                                                   .unexpected = d.unexpected,
+                                                   .first_ns = d.first_ns,
+                                                   .last_ns = d.last_ns,
+                                                   .complete_ns = d.complete_ns});
+            if (o_.per_client) {
+                r.per_subscriber.push_back(json{{"name", d.name},
+                                                {"expected", d.expected},
+                                                {"received", d.received},
+                                                {"lost", d.lost},
+                                                {"duplicates", d.duplicates},
+                                                {"out_of_order", d.out_of_order},
+                                                {"unexpected", d.unexpected}});
+            }
+        }
+        for (const auto& e : report.errors) {
+            if (std::find(errors_.begin(), errors_.end(), e) == errors_.end() &&
+                errors_.size() < 20) {
+                errors_.push_back(e);
+            }
+        }
+    }
+    m.reconnected = static_cast<std::uint32_t>(c.connected - before.connected);
+    m.sessions_resumed = static_cast<std::uint32_t>(c.sessions_present - before.sessions_present);
+    m.reconnect = summarize(reconnect);
+    const std::uint64_t reconnect_failed = c.connect_failed - before.connect_failed;
+    const auto tally = tally_drain(subscribers, reconnect_ns);
+    if (m.stalled) {
+        errors_.push_back("drain stalled: nothing new for " + seconds_text(o_.drain_s) +
+                          " s with " + std::to_string(tally.lost) + " of " +
+                          std::to_string(tally.expected) + " messages missing");
+    } else if (!tally.complete) {
+        errors_.push_back("drain incomplete after " + std::to_string(max_drain_ns / ns_per_s) +
+                          " s: " + std::to_string(tally.lost) + " messages missing");
+    }
+    if (reconnect_failed != 0) {
+        errors_.push_back(std::to_string(reconnect_failed) + " subscribers failed to reconnect");
+    } else if (m.reconnected < s_.subscribers) {
+        errors_.push_back("only " + std::to_string(m.reconnected) + " of " +
+                          std::to_string(s_.subscribers) + " subscribers got a CONNACK");
+    }
+    if (m.sessions_resumed < m.reconnected) {
+        errors_.push_back(std::to_string(m.reconnected - m.sessions_resumed) +
+                          " reconnects found no session (session present 0)");
+    }
+    const bool broker_up = broker_alive();
+    if (!broker_up) {
+        errors_.push_back("the broker exited during the drain");
+    }
+    auto summary = drain_summary(subscribers, tally, m);
+
+    // The drain as one step of the usual table: sent/s is the queueing rate, delivered/s the
+    // drain rate, the latency columns how long a message waited (send to delivery).
+    r.step = plan.step;
+    r.purpose = "drain";
+    r.offered_rate = s_.rate;
+    r.duration_s = tally.drain_s.value_or(m.waited_s);
+    r.sent = m.published;
+    r.expected = tally.expected;
+    r.expected_fanout =
+        r.sent == 0 ? 0 : static_cast<double>(r.expected) / static_cast<double>(r.sent);
+    r.sent_rate = m.publish_s > 0 ? static_cast<double>(m.published) / m.publish_s : 0;
+    r.delivered_rate = tally.drain_rate.value_or(0);
+    r.received = tally.received;
+    r.unique = tally.delivered;
+    r.lost = tally.lost;
+    r.duplicates = tally.duplicates;
+    r.out_of_order = tally.out_of_order;
+    r.unexpected = tally.unexpected;
+    r.stale = c.stale;
+    r.domains_with_loss = tally.subscribers_with_loss;
+    r.worst_domain = tally.worst_subscriber;
+    r.worst_domain_lost = tally.worst_subscriber_lost;
+    r.publish_failed = c.publish_failed;
+    r.window_waits = c.window_waits;
+    r.closed_unexpectedly = c.closed_unexpectedly;
+    r.e2e = summarize(age);
+    r.puback = summarize(puback);
+    r.broker_cpu_s = m.broker_cpu_s;
+    if (m.broker_cpu_s && tally.delivered != 0) {
+        r.cpu_s_per_million = *m.broker_cpu_s / static_cast<double>(tally.delivered) * 1e6;
+    }
+    r.bench_cpu_s = self1 - self0;
+    r.wall_s = m.waited_s;
+    if (m.memory_end) {
+        r.broker_rss_kb = m.memory_end->rss_kb;
+    }
+    r.load_average = read_load_average();
+    const bool errors = r.closed_unexpectedly != 0 || r.publish_failed != 0 || m.publish_stalled ||
+                        reconnect_failed != 0 || !broker_up;
+    if (errors) {
+        r.verdict = "errors";
+    } else if (m.stalled) {
+        r.verdict = "stalled";
+    } else if (!tally.complete) {
+        r.verdict = "incomplete";
+    } else if (r.lost != 0) {
+        r.verdict = "loss";
+    } else if (r.duplicates != 0) {
+        r.verdict = "duplicates";
+    } else if (r.out_of_order != 0) {
+        r.verdict = "out-of-order";
+    } else {
+        r.verdict = "ok";
+    }
+    if (!o_.quiet) {
+        print_step_header(stdout);
+        print_step(stdout, r);
+        print_drain_summary(stdout, summary);
+    }
+    disconnect_all();
+    finish({r}, summary);
+    if (errors) {
+        return exit_failure;
+    }
+    // QoS >= 1 on both sides (resolve_scenario checks it): anything missing or twice is a failure.
+    return r.lost != 0 || r.duplicates != 0 ? exit_loss : exit_ok;
+}
+
 // --- output ---
 
 json runner::config_json() const {
@@ -965,6 +1289,10 @@ json runner::config_json() const {
     c["max_p99_ms"] = o_.max_p99_ms;
     c["connect_rate"] = o_.connect_rate;
     c["retained_count"] = s_.retained_count;
+    c["queued"] = s_.queued;
+    c["drain_s"] = o_.drain_s;
+    c["settle_s"] = o_.settle_s;
+    c["session_expiry"] = o_.session_expiry;
     c["run_id"] = run_id_text_;
     return c;
 }
@@ -977,6 +1305,7 @@ void runner::finish(const std::vector<step_result>& steps, const json& summary) 
     header.scenario = s_.name;
     header.kind = s_.kind == scenario_kind::throughput    ? "throughput"
                   : s_.kind == scenario_kind::connections ? "connections"
+                  : s_.kind == scenario_kind::drain       ? "drain"
                                                           : "retained";
     header.description = s_.description;
     header.broker = o_.label.empty() ? "broker" : o_.label;

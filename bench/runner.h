@@ -18,6 +18,12 @@
 // best sustained rate and the failed one until the bracket is narrower than
 // --search-precision, at most --search-steps steps and --search-budget seconds in all.
 //
+// The drain scenario (run_drain): subscribers subscribe and disconnect (their persistent
+// sessions stay), publishers queue their messages and wait for every acknowledgement, then the
+// subscribers reconnect at once with the same client ids; timed from the first reconnect to
+// the last message, with the broker's CPU over that interval only. No progress for --drain
+// seconds ends it as a stall (drain.h).
+//
 // Lifecycle: construct, run() once. Owns its workers; everything here runs on the thread that
 // called run().
 
@@ -63,6 +69,8 @@ class runner {
     int run_throughput();
     int run_connections();
     int run_retained();
+    int run_drain();
+    bool disconnect_subscribers();
 
     worker_counters progress_all();
     std::vector<std::uint64_t> collect_sent();

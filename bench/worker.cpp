@@ -41,6 +41,7 @@ void worker_counters::add(const worker_counters& o) {
     closed_unexpectedly += o.closed_unexpectedly;
     closed += o.closed;
     last_connected_ns = std::max(last_connected_ns, o.last_connected_ns);
+    sessions_present += o.sessions_present;
     sent += o.sent;
     sent_in_window += o.sent_in_window;
     acked += o.acked;
@@ -97,6 +98,7 @@ void worker::stop() {
     // Clients (and their sockets and timers) go before the io_context they were made with.
     publishers_.clear();
     slots_.clear();
+    retired_.clear();
 }
 
 std::uint32_t worker::add_domain(domain_spec spec) {
@@ -198,11 +200,14 @@ void worker::launch(slot& s) {
     s.conn->connect(server_, local);
 }
 
-void worker::on_connected(client& c, const mqtt::connack&) {
+void worker::on_connected(client& c, const mqtt::connack& ack) {
     const std::uint64_t now = monotonic_ns();
     slots_[c.index()].got_connack = true;
     --counters_.connecting;
     ++counters_.connected;
+    if (ack.session_present) {
+        ++counters_.sessions_present;
+    }
     counters_.last_connected_ns = std::max(counters_.last_connected_ns, now);
     connect_.record(now - c.connect_started_ns());
     pump_connects();
@@ -250,6 +255,7 @@ void worker::begin_step(const step_plan& plan) {
     fresh.closed_unexpectedly = counters_.closed_unexpectedly;
     fresh.closed = counters_.closed;
     fresh.last_connected_ns = counters_.last_connected_ns;
+    fresh.sessions_present = counters_.sessions_present;
     counters_ = fresh;
     e2e_.reset();
     puback_.reset();
@@ -259,6 +265,7 @@ void worker::begin_step(const step_plan& plan) {
         d.unique = 0;
         d.expect_total = 0;
         d.first_ns = 0;
+        d.last_ns = 0;
         d.complete_ns = 0;
     }
     const double interval_ns = plan.rate_per_publisher > 0 ? 1e9 / plan.rate_per_publisher : 0;
@@ -438,6 +445,7 @@ void worker::on_message(client& c, const mqtt::publish& message) {
     if (a != arrival::duplicate) {
         ++counters_.unique;
         ++domain.unique;
+        domain.last_ns = now;
         if (domain.expect_total != 0 && domain.unique == domain.expect_total) {
             domain.complete_ns = now;
             ++counters_.domains_complete;
@@ -498,6 +506,53 @@ void worker::disconnect_all() {
     }
 }
 
+void worker::disconnect_subscribers() {
+    for (auto& s : slots_) {
+        if (s.kind == role::subscriber) {
+            s.closing = true;
+            s.conn->disconnect();
+        }
+    }
+}
+
+std::size_t worker::open_subscribers() const {
+    std::size_t open = 0;
+    for (const auto& s : slots_) {
+        if (s.kind == role::subscriber && s.conn->current_state() != client::state::closed &&
+            s.conn->current_state() != client::state::idle) {
+            ++open;
+        }
+    }
+    return open;
+}
+
+void worker::abort_subscribers(std::string_view why) {
+    for (auto& s : slots_) {
+        if (s.kind == role::subscriber) {
+            s.closing = true;
+            s.conn->abort(why);
+        }
+    }
+}
+
+void worker::renew_subscribers() {
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+        slot& s = slots_[i];
+        if (s.kind != role::subscriber) {
+            continue;
+        }
+        // The old client is closed (the runner waited, or aborted it): no more events from it,
+        // but its cancelled handlers may still be queued, so it lives on in retired_.
+        auto fresh = std::make_unique<client>(io_, *this, static_cast<std::uint32_t>(i),
+                                              subscribers_[s.ref].settings);
+        retired_.push_back(std::exchange(s.conn, std::move(fresh)));
+        s.launched = false;
+        s.got_connack = false;
+        s.closing = false;
+    }
+    next_launch_ = 0;  // start_connecting() launches every slot not launched yet
+}
+
 std::size_t worker::open_clients() const {
     std::size_t open = 0;
     for (const auto& s : slots_) {
@@ -547,6 +602,7 @@ worker_report worker::report(const std::vector<std::uint64_t>& sent) const {
         sum.unique = d.unique;
         sum.subscribe_ns = d.subscribe_ns;
         sum.first_ns = d.first_ns;
+        sum.last_ns = d.last_ns;
         sum.complete_ns = d.complete_ns;
         for (const auto& [key, tracker] : d.streams) {
             sum.duplicates += tracker.duplicates();

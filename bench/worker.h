@@ -90,6 +90,7 @@ struct worker_counters {
     std::uint64_t closed_unexpectedly = 0;
     std::uint64_t closed = 0;
     std::uint64_t last_connected_ns = 0;
+    std::uint64_t sessions_present = 0;  // CONNACKs with "session present" set
     // The current step.
     std::uint64_t sent = 0;
     std::uint64_t sent_in_window = 0;
@@ -119,6 +120,7 @@ struct domain_summary {
     std::uint64_t unexpected = 0;  // from publishers it should not hear from
     std::uint64_t subscribe_ns = 0;
     std::uint64_t first_ns = 0;
+    std::uint64_t last_ns = 0;      // the last new (non-duplicate) arrival
     std::uint64_t complete_ns = 0;  // when unique reached the expectation (0 = never)
 };
 
@@ -185,6 +187,13 @@ class worker final : public client_events {
     void reset_connection_histograms();
     void disconnect_all();
     std::size_t open_clients() const;
+    // Drain scenario: DISCONNECT every subscriber (its session stays on the broker), then, once
+    // they are closed, give each a fresh client with the same settings (client id, clean start
+    // 0) so that the next start_connecting() reconnects them; publishers stay connected.
+    void disconnect_subscribers();
+    std::size_t open_subscribers() const;
+    void abort_subscribers(std::string_view why);
+    void renew_subscribers();
 
     // client_events
     void on_connected(client& c, const mqtt::connack& ack) override;
@@ -214,6 +223,7 @@ class worker final : public client_events {
         std::uint64_t expect_total = 0;
         std::uint64_t subscribe_ns = 0;
         std::uint64_t first_ns = 0;
+        std::uint64_t last_ns = 0;
         std::uint64_t complete_ns = 0;
     };
     enum class role : std::uint8_t { plain, publisher, subscriber };
@@ -240,6 +250,9 @@ class worker final : public client_events {
     std::thread thread_;
 
     std::vector<slot> slots_;
+    // Subscribers' clients replaced by renew_subscribers(): closed, but kept until stop() since
+    // handlers of theirs may still be queued on io_.
+    std::vector<std::unique_ptr<client>> retired_;
     std::deque<publisher_state> publishers_;  // deque: timers hold references
     std::vector<subscriber_spec> subscribers_;
     std::vector<domain_state> domains_;
