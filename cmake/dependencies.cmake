@@ -17,6 +17,10 @@ pkg_check_modules(URCU REQUIRED IMPORTED_TARGET liburcu-memb)
 pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis)
 # libpqxx 6 (Debian libpqxx-dev): the PostgreSQL metadata store (src/adapters/postgres).
 pkg_check_modules(PQXX REQUIRED IMPORTED_TARGET libpqxx)
+# RE2 (Debian libre2-dev): every pattern matched against client-supplied strings (topic rules,
+# credential CN patterns, blocked-client regexes; src/auth/pattern.h). Linear-time automata, no
+# recursion: a 64 KiB topic cannot blow the stack as it does libstdc++'s std::regex.
+pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
 if(STARLING_BUILD_TESTS)
     find_package(GTest REQUIRED)
     include(GoogleTest)

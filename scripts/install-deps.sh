@@ -20,6 +20,7 @@ debian_packages=(
     nlohmann-json3-dev
     liburcu-dev
     libjwt-dev
+    libre2-dev
     librdkafka-dev libhiredis-dev libpqxx-dev
     redis-server postgresql
     clang clang-format clang-tidy libclang-rt-14-dev

@@ -56,8 +56,8 @@ void upsert_credentials(const config::broker_config& cfg, metadata_store& metada
 }
 
 // Builds the block list from security.mqtt.blocked-clients; an entry the list refuses (bad
-// regex or IP address) fails start-up naming it. The regex syntax is the list's (Boost, Perl
-// syntax), so the list itself is the validator.
+// regex or IP address) fails start-up naming it. The regex syntax is the list's (RE2,
+// auth/pattern.h), so the list itself is the validator.
 std::unique_ptr<auth::blocked_clients> make_blocked(const config::broker_config& cfg) {
     auto type_of = [](const std::string& name) {
         if (name == "USERNAME") {

@@ -37,8 +37,8 @@ enum class regex_target : std::uint8_t { client_id, username, ip_address };
 struct blocked_entry {
     block_type type = block_type::client_id;
     // The client id, username, IP address (no port; IPv4 dotted quad or IPv6 text, stored in
-    // canonical form) or, for regex, the pattern (Perl syntax, as Java's Pattern, matched
-    // against the whole target).
+    // canonical form) or, for regex, the pattern (RE2 syntax, auth/pattern.h: Perl-like
+    // without backreferences or lookaround, matched against the whole target in linear time).
     std::string value;
     std::int64_t expires_at_ms = 0;  // wall-clock ms since the epoch; 0 = never
     std::string description;         // returned by check() as the reason, when not empty

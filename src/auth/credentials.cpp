@@ -1,6 +1,7 @@
 #include "auth/credentials.h"
 
 #include "auth/password.h"
+#include "auth/pattern.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -20,9 +21,8 @@ void set_why(std::string* why, std::string text) {
     }
 }
 
-// Compiles one pattern list; regex compile errors are caught here because std::regex reports
-// them only by exception (nothing past this function throws).
-bool compile(const json& list, std::vector<std::regex>& out, std::string* why) {
+// Compiles one pattern list (RE2, pattern.h); a pattern RE2 refuses is an error naming it.
+bool compile(const json& list, std::vector<pattern>& out, std::string* why) {
     if (!list.is_array()) {
         set_why(why, "a rule pattern list must be a JSON array of strings");
         return false;
@@ -32,13 +32,14 @@ bool compile(const json& list, std::vector<std::regex>& out, std::string* why) {
             set_why(why, "a rule pattern must be a string");
             return false;
         }
-        try {
-            out.emplace_back(item.get<std::string>(), std::regex::ECMAScript);
-        } catch (const std::regex_error& e) {
-            set_why(why, fmt::format("invalid rule pattern '{}': {}", item.get<std::string>(),
-                                     e.what()));
+        const auto& source = item.get_ref<const std::string&>();
+        std::string error;
+        auto compiled = pattern::compile(source, &error);
+        if (!compiled) {
+            set_why(why, fmt::format("invalid rule pattern '{}': {}", source, error));
             return false;
         }
+        out.push_back(std::move(*compiled));
     }
     return true;
 }
@@ -165,13 +166,9 @@ result<std::shared_ptr<const topic_rules>> parse_auth_rules(std::string_view tex
     return rules_from(&doc, why);
 }
 
-bool cn_pattern_matches(std::string_view pattern, std::string_view cn) {
-    try {
-        const std::regex re{std::string(pattern)};
-        return std::regex_match(cn.begin(), cn.end(), re);
-    } catch (const std::regex_error&) {
-        return false;
-    }
+bool cn_pattern_matches(std::string_view cn_pattern, std::string_view cn) {
+    const auto compiled = pattern::compile(cn_pattern);
+    return compiled && compiled->full_match(cn);
 }
 
 result<x509_credentials> parse_x509_credentials(std::string_view text, std::string_view leaf_cn,
@@ -270,6 +267,13 @@ result<client_credentials> to_credentials_row(const credentials_spec& spec, std:
         if (!spec.cert_cn || spec.cert_cn->empty()) {
             set_why(why, "X_509 credentials need cert-cn (or cert-cn-regex)");
             return invalid();
+        }
+        if (spec.cert_cn_is_regex) {
+            // A CN pattern that does not compile would match nothing at CONNECT: refuse it here.
+            if (auto error = pattern::check(*spec.cert_cn); !error.empty()) {
+                set_why(why, fmt::format("invalid cert-cn-regex '{}': {}", *spec.cert_cn, error));
+                return invalid();
+            }
         }
         if (spec.password || spec.username || spec.client_id) {
             set_why(why, "X_509 credentials take cert-cn, not client-id/username/password");

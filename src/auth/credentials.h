@@ -70,9 +70,9 @@ struct x509_credentials {
 result<x509_credentials> parse_x509_credentials(std::string_view json, std::string_view leaf_cn,
                                                 std::string* why = nullptr);
 
-// True when `cn` matches the credential's certCnPattern (a whole-string regex match). A
-// pattern that does not compile matches nothing.
-bool cn_pattern_matches(std::string_view pattern, std::string_view cn);
+// True when `cn` matches the credential's certCnPattern (a whole-string RE2 match, pattern.h).
+// A pattern that does not compile matches nothing.
+bool cn_pattern_matches(std::string_view cn_pattern, std::string_view cn);
 
 // One entry of security.mqtt.credentials (YAML), as the operator wrote it.
 struct credentials_spec {

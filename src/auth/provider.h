@@ -8,13 +8,13 @@
 // return at once; blocking work (bcrypt, HTTP, database) runs elsewhere. `done` is called
 // exactly once, on any thread, and must not block.
 
+#include "auth/pattern.h"
 #include "starling/metadata_store.h"
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,9 +23,11 @@ namespace starling::auth {
 
 // The client's TLS identity as the listener saw it.
 struct peer_certificate {
-    std::vector<std::string> der_chain;  // leaf first, DER bytes
-    std::string subject_cn;              // CN of the leaf
-    bool verified_by_listener = false;   // chain verified against the listener's trust store
+    // Leaf first, DER bytes. When verified_by_listener, the chain the listener verified (leaf
+    // to trust anchor); otherwise what the client sent, to be verified before any use.
+    std::vector<std::string> der_chain;
+    std::string subject_cn;             // CN of the leaf
+    bool verified_by_listener = false;  // chain verified against the listener's trust store
 };
 
 struct auth_request {
@@ -38,10 +40,11 @@ struct auth_request {
 };
 
 // Per-credential topic rules (TBMQ's authRules: pubAuthRulePatterns / subAuthRulePatterns).
-// A topic (or topic filter) is allowed when one pattern matches it whole (std::regex_match).
+// A topic (or topic filter) is allowed when one pattern matches it whole (RE2, linear time in
+// the topic's length whatever the pattern; see pattern.h for the syntax).
 struct topic_rules {
-    std::vector<std::regex> publish;
-    std::vector<std::regex> subscribe;
+    std::vector<pattern> publish;
+    std::vector<pattern> subscribe;
     bool allow_all = false;  // anonymous access / providers without rules
 
     bool may_publish(std::string_view topic) const;

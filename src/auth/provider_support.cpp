@@ -1,11 +1,12 @@
 #include "auth/provider_support.h"
 
+#include "auth/pattern.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
-#include <regex>
 
 namespace starling::auth {
 
@@ -13,17 +14,17 @@ result<std::shared_ptr<const topic_rules>> compile_topic_rules(
     const std::vector<std::string>& publish, const std::vector<std::string>& subscribe,
     std::string* bad_pattern) {
     auto rules = std::make_shared<topic_rules>();
-    const auto compile = [&](const std::vector<std::string>& patterns,
-                             std::vector<std::regex>& out) -> bool {
-        for (const auto& pattern : patterns) {
-            try {
-                out.emplace_back(pattern, std::regex::ECMAScript | std::regex::optimize);
-            } catch (const std::regex_error&) {
+    const auto compile = [&](const std::vector<std::string>& sources,
+                             std::vector<pattern>& out) -> bool {
+        for (const auto& source : sources) {
+            auto compiled = pattern::compile(source);
+            if (!compiled) {
                 if (bad_pattern != nullptr) {
-                    *bad_pattern = pattern;
+                    *bad_pattern = source;
                 }
                 return false;
             }
+            out.push_back(std::move(*compiled));
         }
         return true;
     };

@@ -15,14 +15,15 @@
 
 namespace starling::auth {
 
-// TBMQ `authRules`: regexes a topic must match whole. The default allows everything.
+// TBMQ `authRules`: patterns (RE2 syntax) a topic must match whole. The default allows
+// everything.
 struct auth_rules_options {
     std::vector<std::string> publish{".*"};    // pubAuthRulePatterns
     std::vector<std::string> subscribe{".*"};  // subAuthRulePatterns
 };
 
-// Compiles patterns into topic_rules; an invalid regex is an error and `bad_pattern` names it.
-// std::regex reports a bad pattern by throwing; the exception is caught here and never leaves.
+// Compiles patterns into topic_rules (RE2, pattern.h); a pattern RE2 refuses is an error and
+// `bad_pattern` names it. Never throws.
 result<std::shared_ptr<const topic_rules>> compile_topic_rules(
     const std::vector<std::string>& publish, const std::vector<std::string>& subscribe,
     std::string* bad_pattern = nullptr);

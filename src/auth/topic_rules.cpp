@@ -1,4 +1,4 @@
-// topic_rules (declared in provider.h): TBMQ's authRules, a whole-topic regex match.
+// topic_rules (declared in provider.h): TBMQ's authRules, a whole-topic RE2 match.
 
 #include "auth/provider.h"
 
@@ -7,10 +7,9 @@
 namespace starling::auth {
 namespace {
 
-bool any_match(const std::vector<std::regex>& patterns, std::string_view topic) {
-    return std::any_of(patterns.begin(), patterns.end(), [topic](const std::regex& pattern) {
-        return std::regex_match(topic.begin(), topic.end(), pattern);
-    });
+bool any_match(const std::vector<pattern>& patterns, std::string_view topic) {
+    return std::any_of(patterns.begin(), patterns.end(),
+                       [topic](const pattern& p) { return p.full_match(topic); });
 }
 
 }  // namespace

@@ -104,37 +104,56 @@ std::optional<std::vector<std::string>> x509_provider::chain_common_names(
     return cns;
 }
 
-std::string x509_provider::verify_chain(const peer_certificate& cert) const {
+x509_provider::verified_names x509_provider::verify_chain(const peer_certificate& cert) const {
     if (trust_->store == nullptr) {
-        return cert.verified_by_listener
-                   ? std::string()
-                   : "no trust store configured and the listener did not verify the chain";
+        // The listener verified the chain, and recorded the chain it built and trusted (leaf to
+        // trust anchor, SSL_get0_verified_chain): nothing the client merely appended.
+        if (!cert.verified_by_listener) {
+            return {.error = "no trust store configured and the listener did not verify the chain"};
+        }
+        auto cns = chain_common_names(cert.der_chain);
+        if (!cns) {
+            return {.error = "client certificate does not parse"};
+        }
+        return {.cns = std::move(*cns)};
     }
     auto chain = parse_chain(cert.der_chain);
     if (!chain || chain->empty()) {
-        return "client certificate does not parse";
+        return {.error = "client certificate does not parse"};
     }
     STACK_OF(X509)* untrusted = sk_X509_new_null();
     for (std::size_t i = 1; i < chain->size(); ++i) {
         sk_X509_push(untrusted, (*chain)[i].get());
     }
     X509_STORE_CTX* ctx = X509_STORE_CTX_new();
-    std::string why;
+    verified_names out;
     if (X509_STORE_CTX_init(ctx, trust_->store, chain->front().get(), untrusted) != 1) {
-        why = "chain verification could not start: " + openssl_error();
+        out.error = "chain verification could not start: " + openssl_error();
     } else {
         if (options_.skip_validity_check) {
             X509_STORE_CTX_set_flags(ctx, X509_V_FLAG_NO_CHECK_TIME);
         }
         if (X509_verify_cert(ctx) != 1) {
-            why = std::string("chain rejected: ") +
-                  X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx));
+            out.error = std::string("chain rejected: ") +
+                        X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx));
             ERR_clear_error();
+        } else {
+            // Identity comes from the chain OpenSSL built and verified, leaf to trust anchor:
+            // a certificate the client sent that is not on that path (a self-signed "gw-1"
+            // appended to a device's chain) names nobody.
+            STACK_OF(X509)* verified = X509_STORE_CTX_get0_chain(ctx);
+            const int n = verified == nullptr ? 0 : sk_X509_num(verified);
+            for (int i = 0; i < n; ++i) {
+                out.cns.push_back(common_name(sk_X509_value(verified, i)));
+            }
+            if (out.cns.empty()) {
+                out.error = "chain verification produced no chain";
+            }
         }
     }
     X509_STORE_CTX_free(ctx);
     sk_X509_free(untrusted);  // the certificates themselves belong to `chain`
-    return why;
+    return out;
 }
 
 void x509_provider::authenticate(const auth_request& request,
@@ -144,18 +163,13 @@ void x509_provider::authenticate(const auth_request& request,
         return;
     }
     auto job = [this, cert = *request.certificate, done]() mutable {
-        if (auto why = verify_chain(cert); !why.empty()) {
-            done(auth_result{.outcome = verdict::deny, .reason = why, .bad_credentials = false});
+        auto verified = verify_chain(cert);
+        if (!verified.error.empty()) {
+            done(auth_result{
+                .outcome = verdict::deny, .reason = verified.error, .bad_credentials = false});
             return;
         }
-        auto cns = chain_common_names(cert.der_chain);
-        if (!cns) {
-            done(auth_result{.outcome = verdict::deny,
-                             .reason = "client certificate does not parse",
-                             .bad_credentials = false});
-            return;
-        }
-        lookup(std::move(*cns), std::move(done));
+        lookup(std::move(verified.cns), std::move(done));
     };
     if (!pool_.submit(std::move(job))) {
         done(auth_result{.outcome = verdict::deny,

@@ -5,9 +5,12 @@
 //   1. verifies the chain against the configured CA files (security.mqtt.ssl.trust-store),
 //      optionally without the validity period (skip-validity-check-for-client-cert); with no
 //      trust store configured, the listener's own verification must have succeeded;
-//   2. finds credentials `ssl|<CN>` for each chain certificate's CN, leaf first; an exact
-//      match wins, else a credential whose certCnPattern is a regex (certCnIsRegex) matching
-//      that CN;
+//   2. finds credentials `ssl|<CN>` for the CN of each certificate of the *verified* chain
+//      (the path X509_verify_cert built, or the listener's SSL_get0_verified_chain), leaf
+//      first, then its issuers up to the trust anchor; an exact match wins, else a credential
+//      whose certCnPattern is a regex (certCnIsRegex) matching that CN. Certificates the
+//      client sent that are not on the verified path are ignored: appending a self-signed
+//      certificate with a privileged CN gains nothing;
 //   3. turns the credential's authRulesMapping (regex on the leaf CN → rules) into the
 //      client's topic rules: the patterns of every mapping whose key matches, merged.
 // No certificate, or no credential for any CN → not_applicable (another provider may know the
@@ -58,8 +61,16 @@ class x509_provider final : public auth_provider {
     struct trust;
     struct regex_credential;
 
-    // Runs on the pool: chain verification. Empty = accepted, else why not.
-    std::string verify_chain(const peer_certificate& cert) const;
+    // The CNs of a verified chain, leaf first, then each issuer up to the trust anchor ("" for
+    // a certificate without one); or why the chain was not accepted.
+    struct verified_names {
+        std::vector<std::string> cns;
+        std::string error;  // empty = verified
+    };
+    // Runs on the pool: verifies the chain (own trust store, else the listener's verdict) and
+    // returns the CNs of the certificates on the verified path only, never of extra
+    // certificates the client sent.
+    verified_names verify_chain(const peer_certificate& cert) const;
     void lookup(std::vector<std::string> cns, std::function<void(auth_result)> done);
     void decide(const std::vector<std::string>& cns, std::vector<client_credentials> exact,
                 std::vector<client_credentials> regex_rows,

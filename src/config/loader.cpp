@@ -1,5 +1,6 @@
 #include "config/loader.h"
 
+#include "auth/pattern.h"
 #include "base/assert.h"
 #include "config/datasource_url.h"
 #include "ratelimit/bandwidth_spec.h"
@@ -21,7 +22,6 @@
 #include <initializer_list>
 #include <limits>
 #include <map>
-#include <regex>
 #include <sstream>
 #include <thread>
 #include <type_traits>
@@ -1368,14 +1368,17 @@ struct list_item {
             fail(field, "expected a list of regular expressions");
         }
         for (const auto& pattern : out) {
-            try {
-                std::regex compiled(pattern);
-            } catch (const std::regex_error& e) {
-                fail(field, fmt::format("\"{}\" is not a valid regular expression: {}", pattern,
-                                        e.what()));
-            }
+            check_pattern(field, pattern);
         }
         return out;
+    }
+
+    // Validates one pattern with the compiler the broker matches with (RE2, auth/pattern.h).
+    void check_pattern(std::string_view field, const std::string& pattern) const {
+        if (auto why = auth::pattern::check(pattern); !why.empty()) {
+            fail(field, fmt::format("\"{}\" is not a valid regular expression (RE2 syntax): {}",
+                                    pattern, why));
+        }
     }
 };
 
@@ -1412,6 +1415,7 @@ void parse_security_lists(const YAML::Node& root, const env_lookup& env, broker_
             if (e.cert_cn) {
                 item.fail("cert-cn-regex", "give cert-cn or cert-cn-regex, not both");
             }
+            item.check_pattern("cert-cn-regex", *regex);
             e.cert_cn = std::move(regex);
             e.cert_cn_is_regex = true;
         }
@@ -1446,7 +1450,8 @@ void parse_security_lists(const YAML::Node& root, const env_lookup& env, broker_
         e.type = item.one_of("type", blocked_types);
         e.value = item.required("value");
         if (e.type == "REGEX") {
-            // The pattern itself is checked by the block list at start-up (its regex syntax).
+            // Same compiler as the block list (RE2), so a bad pattern fails here naming the key.
+            item.check_pattern("value", e.value);
             e.regex_match_target = item.one_of("regex-match-target", regex_targets, "CLIENT_ID");
         }
         if (auto expiry = item.text("expiration-time")) {
@@ -1525,12 +1530,13 @@ std::optional<std::vector<std::string>> regex_list(const YAML::Node& root, std::
                                fmt::format("{}: expected a list of regular expressions", key));
         }
         auto pattern = substitute(key, item.Scalar(), env).text;
-        try {
-            std::regex compiled(pattern);
-        } catch (const std::regex_error& e) {
-            throw config_error(std::string(key),
-                               fmt::format("{}: \"{}\" is not a valid regular expression: {}", key,
-                                           pattern, e.what()));
+        // The compiler the providers match with (RE2, auth/pattern.h), so what passes here
+        // compiles at run time.
+        if (auto why = auth::pattern::check(pattern); !why.empty()) {
+            throw config_error(
+                std::string(key),
+                fmt::format("{}: \"{}\" is not a valid regular expression (RE2 syntax): {}", key,
+                            pattern, why));
         }
         out.push_back(std::move(pattern));
     };

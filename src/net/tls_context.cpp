@@ -169,9 +169,18 @@ tls_peer_info read_tls_peer(SSL* ssl, client_auth_mode mode) {
                                   static_cast<int>(cn.size())) > 0) {
         info.subject_cn = cn.data();
     }
-    // The rest of what the client sent (a server's view of the peer chain may or may not
-    // repeat the leaf, depending on the OpenSSL version: skip it by its bytes).
-    if (STACK_OF(X509)* chain = SSL_get_peer_cert_chain(ssl)) {
+    info.verified = mode != client_auth_mode::none && SSL_get_verify_result(ssl) == X509_V_OK;
+    // Verified: the chain OpenSSL built and verified, leaf to trust anchor. Never what the
+    // client sent, which may carry extra certificates (a self-signed one with a privileged CN
+    // appended) that X_509 authentication would otherwise read as issuers. Should the verified
+    // chain be unknown (a resumed session keeps the verdict but not the chain), the leaf alone.
+    // Not verified: what the client sent, for a provider with its own trust store to verify
+    // (it then reads names only from the chain it verified itself). A server's view of the
+    // peer chain may or may not repeat the leaf, depending on the OpenSSL version: skip it by
+    // its bytes.
+    STACK_OF(X509)* chain =
+        info.verified ? SSL_get0_verified_chain(ssl) : SSL_get_peer_cert_chain(ssl);
+    if (chain != nullptr) {
         for (int i = 0; i < sk_X509_num(chain); ++i) {
             auto der = to_der(sk_X509_value(chain, i));
             if (der != info.der_chain.front()) {
@@ -180,7 +189,6 @@ tls_peer_info read_tls_peer(SSL* ssl, client_auth_mode mode) {
         }
     }
     X509_free(leaf);
-    info.verified = mode != client_auth_mode::none && SSL_get_verify_result(ssl) == X509_V_OK;
     return info;
 }
 

@@ -14,8 +14,10 @@ namespace starling::net {
 struct tls_peer_info {
     std::string protocol;  // "TLSv1.2", "TLSv1.3"
     std::string cipher;    // OpenSSL cipher name
-    std::vector<std::string>
-        der_chain;           // the client's certificates, DER, leaf first; empty if none
+    // The client's certificates, DER, leaf first; empty if none. When `verified`, the chain the
+    // listener verified (leaf to trust anchor, SSL_get0_verified_chain), so nothing the client
+    // merely appended; otherwise the certificates the client sent.
+    std::vector<std::string> der_chain;
     std::string subject_cn;  // CN of the leaf ("" when none)
     // True when the client presented a certificate and the listener verified its chain against
     // the trust store (client_auth requested or required).

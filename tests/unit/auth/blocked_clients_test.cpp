@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <optional>
 #include <string>
 
@@ -132,6 +133,33 @@ TEST(blocked_clients, regex_survives_a_long_hostile_input) {
     EXPECT_FALSE(b.check(long_id, std::nullopt, "", now));
     EXPECT_TRUE(b.check(long_id + "c", std::nullopt, "", now));
     EXPECT_TRUE(b.check("prefix-" + long_id, std::nullopt, "", now));
+}
+
+TEST(blocked_clients, adversarial_patterns_on_64_kib_ids_and_usernames_stay_linear) {
+    blocked_clients b;
+    ASSERT_TRUE(b.add(entry(block_type::regex, "(a*)*b")));
+    ASSERT_TRUE(b.add(entry(block_type::regex, "(a|a)*c", {}, 0, regex_target::username)));
+    ASSERT_TRUE(b.add(entry(block_type::regex, "evil-.*", {}, 0, regex_target::username)));
+    const std::string as(65535, 'a');
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_FALSE(b.check(as, as, "10.0.0.1", now));
+    EXPECT_TRUE(b.check(as.substr(1) + "b", std::nullopt, "", now));
+    EXPECT_TRUE(b.check("c", as.substr(1) + "c", "", now));
+    EXPECT_TRUE(b.check("c", "evil-" + as.substr(5), "", now));
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+}
+
+TEST(blocked_clients, patterns_re2_cannot_run_are_refused) {
+    blocked_clients b;
+    for (const std::string source : {"(?!admin).*", "(?<=x)y", "(a)\\1"}) {
+        auto added = b.add(entry(block_type::regex, source));
+        ASSERT_FALSE(added) << source;
+        EXPECT_EQ(added.error(), blocked_error::invalid_regex);
+        auto why = blocked_clients::describe_error(entry(block_type::regex, source));
+        ASSERT_TRUE(why) << source;
+        EXPECT_NE(why->find(source), std::string::npos) << *why;
+    }
+    EXPECT_EQ(b.size(), 0U);
 }
 
 TEST(blocked_clients, expired_entries_never_match) {

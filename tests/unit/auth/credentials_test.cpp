@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <string>
+
 namespace starling::auth {
 namespace {
 
@@ -112,6 +115,44 @@ TEST(credentials, spec_to_row_hashes_plain_passwords_and_keeps_hashes) {
     ASSERT_TRUE(row) << why;
     EXPECT_EQ(row->credentials_id, "ssl|gw-.*");
     EXPECT_EQ(nlohmann::json::parse(row->credentials_value)["certCnIsRegex"], true);
+}
+
+TEST(credentials, rule_and_cn_patterns_use_re2) {
+    std::string why;
+    // Lookaround and backreferences are not RE2 syntax: refused with the pattern named.
+    EXPECT_FALSE(parse_basic_credentials(R"({"authRules":{"pub":["(?!admin/).*"]}})", &why));
+    EXPECT_NE(why.find("(?!admin/).*"), std::string::npos) << why;
+    EXPECT_FALSE(parse_auth_rules(R"({"sub":["(a)\\1"]})", &why));
+    EXPECT_NE(why.find("invalid rule pattern"), std::string::npos) << why;
+
+    auto c = parse_basic_credentials(R"({"authRules":{"pub":["sensors/.*"],"sub":["(a|a)*c"]}})");
+    ASSERT_TRUE(c);
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_TRUE(c->rules->may_publish("sensors/" + std::string(65527, 'x')));
+    EXPECT_FALSE(c->rules->may_subscribe(std::string(65535, 'a')));
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+
+    // certCnPattern and the authRulesMapping keys match the CN whole; a 64 KiB CN is harmless.
+    EXPECT_TRUE(cn_pattern_matches("gw-[0-9]+", "gw-17"));
+    EXPECT_FALSE(cn_pattern_matches("gw-[0-9]+", "gw-17x"));
+    EXPECT_FALSE(cn_pattern_matches("(", "("));
+    EXPECT_FALSE(cn_pattern_matches("(a*)*b", std::string(65535, 'a')));
+    auto x509 = parse_x509_credentials(
+        R"({"certCnPattern":"gw-.*","certCnIsRegex":true,
+            "authRulesMapping":{"gw-(a|a)*c":{"pub":["x"]},"gw-.*":{"pub":["y"]}}})",
+        "gw-" + std::string(65531, 'a'));
+    ASSERT_TRUE(x509);
+    ASSERT_TRUE(x509->rules);
+    EXPECT_FALSE(x509->rules->may_publish("x"));
+    EXPECT_TRUE(x509->rules->may_publish("y"));
+
+    // A cert-cn-regex RE2 refuses is refused when the row is made (YAML and the REST API).
+    credentials_spec bad{
+        .name = "gw", .credentials_type = "X_509", .cert_cn = "gw-(?=1)", .cert_cn_is_regex = true};
+    EXPECT_FALSE(to_credentials_row(bad, &why, 4));
+    EXPECT_NE(why.find("cert-cn-regex"), std::string::npos) << why;
+    bad.cert_cn_is_regex = false;  // an exact CN is not a pattern
+    EXPECT_TRUE(to_credentials_row(bad, &why, 4)) << why;
 }
 
 }  // namespace

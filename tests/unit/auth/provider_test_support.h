@@ -1,7 +1,7 @@
 #pragma once
 
 // Helpers shared by the provider unit tests (JWT, HTTP): a bounded blocking authenticate()
-// and a regex-list check for the rules a provider returned.
+// and a pattern-list check for the rules a provider returned.
 
 #include "auth/provider.h"
 
@@ -9,7 +9,6 @@
 
 #include <chrono>
 #include <future>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -26,9 +25,9 @@ inline auth_result authenticate(auth_provider& provider, const auth_request& req
 }
 
 // True when one pattern matches the whole topic (the patterns as the provider built them).
-inline bool matches(const std::vector<std::regex>& patterns, const std::string& topic) {
+inline bool matches(const std::vector<pattern>& patterns, const std::string& topic) {
     for (const auto& p : patterns) {
-        if (std::regex_match(topic, p)) {
+        if (p.full_match(topic)) {
             return true;
         }
     }

@@ -174,6 +174,57 @@ TEST_F(x509_provider_test, regex_credentials_and_the_chain_cn_are_used) {
     EXPECT_EQ(r.outcome, verdict::allow) << r.reason;
 }
 
+// The verified attack: a device certificate (CN device-7, no credentials) with a certificate
+// CN gw-1 appended to the chain it sends, where X_509 credentials exist for gw-[0-9]+ only.
+// Names come from the verified path (device-7 → Test CA) alone, so the device is not a gateway.
+TEST_F(x509_provider_test, appended_certificate_off_the_verified_path_lends_no_identity) {
+    add({.name = "gateways",
+         .type = client_type::application,
+         .credentials_type = "X_509",
+         .cert_cn = "gw-[0-9]+",
+         .cert_cn_is_regex = true,
+         .publish_patterns = std::vector<std::string>{"gateways/.*"}});
+    auto device = make_cert("device-7", ca_.get(), false);
+    // A self-signed gw-1 the attacker made, and a genuine CA-signed gw-1 certificate (public:
+    // appending it needs no key). Neither is an issuer of the device certificate.
+    auto self_signed_gw = make_cert("gw-1", nullptr, true);
+    auto genuine_gw = make_cert("gw-1", ca_.get(), false);
+    for (const auto* appended : {self_signed_gw.get(), genuine_gw.get()}) {
+        auto r = run({device.get(), appended});
+        EXPECT_NE(r.outcome, verdict::allow) << r.reason;
+        EXPECT_EQ(r.outcome, verdict::not_applicable) << r.reason;  // the chain refuses: deny
+        EXPECT_NE(r.reason.find("device-7"), std::string::npos) << r.reason;
+        EXPECT_EQ(r.rules, nullptr);
+    }
+    // Exact credentials for gw-1 are not reached that way either.
+    add({.name = "gw-1", .credentials_type = "X_509", .cert_cn = "gw-1"});
+    EXPECT_EQ(run({device.get(), self_signed_gw.get()}).outcome, verdict::not_applicable);
+    // The real gateway still gets in.
+    auto r = run({genuine_gw.get()});
+    EXPECT_EQ(r.outcome, verdict::allow) << r.reason;
+}
+
+// Leaf → intermediate → root: credentials for the intermediate's CN still cover the leaf (the
+// intermediate is on the verified path), and so do credentials for the trust anchor's CN even
+// when the client did not send it (the verified path ends there).
+TEST_F(x509_provider_test, issuer_cns_on_the_verified_path_still_match) {
+    auto intermediate = make_cert("Line Intermediate", ca_.get(), true);
+    auto leaf = make_cert("meter-3", intermediate.get(), false);
+    add({.name = "line",
+         .credentials_type = "X_509",
+         .cert_cn = "Line Intermediate",
+         .publish_patterns = std::vector<std::string>{"line/.*"}});
+    auto r = run({leaf.get(), intermediate.get()});
+    ASSERT_EQ(r.outcome, verdict::allow) << r.reason;
+    EXPECT_TRUE(r.rules->may_publish("line/3"));
+    EXPECT_FALSE(r.rules->may_publish("other/3"));
+
+    auto direct = make_cert("meter-4", ca_.get(), false);
+    EXPECT_EQ(run({direct.get()}).outcome, verdict::not_applicable);
+    add({.name = "root", .credentials_type = "X_509", .cert_cn = "Test CA"});
+    EXPECT_EQ(run({direct.get()}).outcome, verdict::allow);
+}
+
 TEST_F(x509_provider_test, listener_verification_stands_in_for_a_trust_store) {
     add({.name = "d1", .credentials_type = "X_509", .cert_cn = "device-1"});
     auto leaf = make_cert("device-1", nullptr, false);

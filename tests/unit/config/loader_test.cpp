@@ -355,6 +355,50 @@ TEST(config_loader, bad_credentials_entries_name_the_field) {
     }
 }
 
+// Topic, CN and blocked-client patterns are validated at start-up by the compiler the broker
+// matches with (RE2): syntax std::regex took but RE2 refuses (lookaround, backreferences) stops
+// the start-up naming the key, rather than failing at the first CONNECT.
+TEST(config_loader, patterns_re2_refuses_fail_start_up_naming_the_key) {
+    const std::pair<const char*, const char*> cases[] = {
+        {"credentials: [{name: a, credentials-type: MQTT_BASIC, username: u, "
+         "pub: ['(?!admin/).*']}]",
+         "security.mqtt.credentials[0].pub"},
+        {"credentials: [{name: a, credentials-type: MQTT_BASIC, username: u, sub: ['(a)\\1']}]",
+         "security.mqtt.credentials[0].sub"},
+        {"credentials: [{name: a, credentials-type: X_509, cert-cn-regex: 'gw-(?<=x)1'}]",
+         "security.mqtt.credentials[0].cert-cn-regex"},
+        {"credentials: [{name: a, credentials-type: X_509, cert-cn-regex: 'gw-('}]",
+         "security.mqtt.credentials[0].cert-cn-regex"},
+        {"blocked-clients: [{type: REGEX, value: '(?=bad).*'}]",
+         "security.mqtt.blocked-clients[0].value"},
+        {"jwt: {auth-rules: {sub: ['(?=a)b']}}", "security.mqtt.jwt.auth-rules.sub"},
+        {"http: {auth-rules: {pub: ['\\pL{100}']}}", "security.mqtt.http.auth-rules.pub"},
+    };
+    for (const auto& [yaml, key] : cases) {
+        try {
+            parse_config(std::string("security: {mqtt: {") + yaml + "}}", with_env({}));
+            ADD_FAILURE() << "accepted: " << yaml;
+        } catch (const config_error& e) {
+            EXPECT_THAT(e.what(), HasSubstr(key)) << yaml;
+            EXPECT_THAT(e.what(), HasSubstr("RE2")) << yaml;
+        }
+    }
+    // What TBMQ's patterns use is accepted.
+    const auto c = parse_config(R"yaml(
+security:
+  mqtt:
+    credentials:
+      - {name: a, credentials-type: MQTT_BASIC, username: u,
+         pub: ['sensors/[^/]+/temp', 'devices/\d+/(up|down)', 'x{2,3}'], sub: ['(?i)cmd/.*']}
+      - {name: g, credentials-type: X_509, cert-cn-regex: 'gw-[0-9]+'}
+    blocked-clients:
+      - {type: REGEX, value: 'guest\d+', regex-match-target: USERNAME}
+)yaml",
+                                with_env({}));
+    EXPECT_EQ(c.security.mqtt.credentials.size(), 2U);
+    EXPECT_EQ(c.security.mqtt.blocked_clients.size(), 1U);
+}
+
 TEST(config_loader, jwt_and_http_provider_maps_lists_and_placeholders) {
     std::vector<std::string> warnings;
     const auto c = parse_config(R"(

@@ -9,7 +9,9 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 
+#include <array>
 #include <atomic>
+#include <fstream>
 #include <thread>
 
 namespace starling::net::testing {
@@ -241,6 +243,129 @@ TEST_F(tls_test, requested_client_certificate_is_optional_and_verified_flag_tell
         const auto* peer = next_accepted().conn->tls_peer();
         EXPECT_FALSE(peer->verified);
         EXPECT_TRUE(peer->der_chain.empty());
+    }
+}
+
+// The attack on X_509 identity: a device certificate (CN device-7, signed by the trusted CA)
+// with a self-signed certificate CN gw-1 appended to the chain the client sends. The listener
+// must expose the chain it verified (device-7 → ca), never the appended certificate, which
+// X_509 authentication would otherwise read as an issuer of the leaf.
+std::string appended_chain_file(test_pki& pki) {
+    pki.make_ca("gw-1");  // self-signed, CN gw-1
+    const auto path = pki.path("client-with-gw.pem");
+    std::ofstream out(path);
+    for (const auto* name : {"client.pem", "gw-1.pem"}) {
+        std::ifstream in(pki.path(name));
+        out << in.rdbuf();
+    }
+    return path.string();
+}
+
+// The CN of each certificate of a DER chain, in order (readable test failures).
+std::vector<std::string> common_names(const std::vector<std::string>& der_chain) {
+    std::vector<std::string> out;
+    for (const auto& der : der_chain) {
+        const auto* p = reinterpret_cast<const unsigned char*>(der.data());
+        X509* cert = d2i_X509(nullptr, &p, static_cast<long>(der.size()));
+        std::array<char, 256> cn{};
+        if (cert != nullptr) {
+            X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, cn.data(),
+                                      static_cast<int>(cn.size()));
+            X509_free(cert);
+        }
+        out.emplace_back(cn.data());
+    }
+    return out;
+}
+
+class tls_chain_test : public tls_test {
+  protected:
+    // Connects with device-7's certificate followed by a self-signed gw-1 and returns what the
+    // listener recorded about the peer. With `resume`, connects a second time resuming the
+    // first connection's session and returns the second connection's view.
+    tls_peer_info connect_with_appended_certificate(client_auth_mode mode, bool resume = false,
+                                                    bool tls_1_2 = false) {
+        auto options = server_options();
+        options.client_auth = mode;
+        listen_tls(options);
+        if (resume) {
+            // The listener sets no session id context, so OpenSSL never resumes its sessions;
+            // set one here to reach the resumed-session path.
+            static constexpr unsigned char sid_ctx[] = "tls-chain-test";
+            SSL_CTX_set_session_id_context(contexts_->current()->native_handle(), sid_ctx,
+                                           sizeof(sid_ctx) - 1);
+        }
+        ssl::context ctx(ssl::context::tls_client);
+        if (tls_1_2) {
+            SSL_CTX_set_max_proto_version(ctx.native_handle(), TLS1_2_VERSION);
+        }
+        ctx.load_verify_file(pki_.path("ca.pem").string());
+        ctx.set_verify_mode(ssl::verify_peer);
+        ctx.use_certificate_chain_file(appended_chain_file(pki_));
+        ctx.use_private_key_file(pki_.path("client.key").string(), ssl::context::pem);
+        SSL_SESSION* session = nullptr;
+        tls_peer_info first;
+        {
+            tls_client client(port(), ctx);
+            EXPECT_FALSE(client.handshake());
+            client.write("p");
+            EXPECT_EQ(client.read_exactly(1), "p");  // TLS 1.3: the session ticket came too
+            first = *next_accepted().conn->tls_peer();
+            session = SSL_get1_session(client.stream().native_handle());
+            boost::system::error_code ignored;
+            client.stream().shutdown(ignored);  // a clean close keeps the session resumable
+        }
+        if (!resume) {
+            SSL_SESSION_free(session);
+            return first;
+        }
+        tls_client again(port(), ctx);
+        SSL_set_session(again.stream().native_handle(), session);
+        SSL_SESSION_free(session);
+        tls_peer_info second;
+        if (again.handshake()) {
+            resumed_ = false;  // the listener refused to resume: nothing more to check
+            return second;
+        }
+        again.write("q");
+        EXPECT_EQ(again.read_exactly(1), "q");
+        resumed_ = SSL_session_reused(again.stream().native_handle()) == 1;
+        second = *next_accepted().conn->tls_peer();
+        return second;
+    }
+
+    void expect_only_the_verified_chain(const tls_peer_info& peer) {
+        EXPECT_TRUE(peer.verified);
+        EXPECT_EQ(peer.subject_cn, "device-7");
+        EXPECT_EQ(common_names(peer.der_chain), (std::vector<std::string>{"device-7", "ca"}));
+        const std::vector<std::string> verified{der_of(pki_.path("client.pem")),
+                                                der_of(pki_.path("ca.pem"))};
+        EXPECT_TRUE(peer.der_chain == verified);
+    }
+
+    bool resumed_ = false;
+};
+
+TEST_F(tls_chain_test, required_client_auth_exposes_only_the_verified_chain) {
+    expect_only_the_verified_chain(connect_with_appended_certificate(client_auth_mode::required));
+}
+
+TEST_F(tls_chain_test, requested_client_auth_exposes_only_the_verified_chain) {
+    expect_only_the_verified_chain(connect_with_appended_certificate(client_auth_mode::requested));
+}
+
+// A resumed session keeps the verification verdict but not the verified chain: the listener
+// then exposes the leaf alone, never the chain the client sent in the first handshake.
+TEST_F(tls_chain_test, resumed_session_exposes_the_leaf_alone) {
+    for (const bool tls_1_2 : {false, true}) {
+        SCOPED_TRACE(tls_1_2 ? "TLS 1.2" : "TLS 1.3");
+        const auto peer =
+            connect_with_appended_certificate(client_auth_mode::required, true, tls_1_2);
+        EXPECT_TRUE(resumed_);
+        EXPECT_TRUE(peer.verified);
+        EXPECT_EQ(common_names(peer.der_chain), std::vector<std::string>{"device-7"});
+        EXPECT_TRUE(peer.der_chain == std::vector<std::string>{der_of(pki_.path("client.pem"))});
+        listener_->stop();
     }
 }
 
