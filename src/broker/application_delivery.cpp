@@ -825,9 +825,23 @@ void application_session::save() {
             }
             if (save_again_) {
                 save();
+                return;
+            }
+            auto waiters = std::move(saved_waiters_);
+            saved_waiters_.clear();
+            for (auto& fn : waiters) {
+                fn();
             }
         });
     });
+}
+
+void application_session::when_saved(std::function<void()> fn) {
+    if (!saving_) {
+        fn();
+        return;
+    }
+    saved_waiters_.push_back(std::move(fn));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -918,6 +932,15 @@ void client_actor::pump_app() {
             // An interrupted QoS 2 exchange resumes at PUBREL.
             entry.st = outbound_entry::state::awaiting_pubcomp;
             send_packet(mqtt::pubrel{out->packet_id, mqtt::reason_code::success, {}});
+            continue;
+        }
+        if (check_stored_deliveries_ && !authorized_for_delivery(*out->d.msg)) {
+            // Stored for a subscription the client now connected may not have: completed
+            // without sending (authorize_inherited_subscriptions).
+            core_.probe().message_dropped(metrics::drop_reason::not_authorized, client_id_,
+                                          out->d.msg->topic);
+            inflight_.erase(out->packet_id);
+            app_->on_acknowledged(out->packet_id);
             continue;
         }
         entry.d = std::move(out->d);

@@ -182,6 +182,11 @@ class application_session {
     void on_pubrec(std::uint16_t packet_id);
     void on_acknowledged(std::uint16_t packet_id);  // PUBACK, PUBCOMP, or a refused PUBREC
 
+    // Runs `fn` (on the actor) once the context in the store is the current one: at once when
+    // no save is in flight. Node shutdown waits for it, so a graceful stop leaves the latest
+    // state (a PUBREC received just before) for the next start.
+    void when_saved(std::function<void()> fn);
+
     // Between connect() and remove(): the session has (or may have) a topic.
     bool active() const { return active_; }
 
@@ -252,6 +257,7 @@ class application_session {
 
     bool saving_ = false;
     bool save_again_ = false;
+    std::vector<std::function<void()>> saved_waiters_;
 
     bool connected_ = false;  // between connect() and disconnect()/remove()/drop()
     std::map<std::uint32_t, shared_source> shared_;  // by source id (>= 1)

@@ -9,6 +9,7 @@
 #include "ratelimit/bandwidth_spec.h"
 
 #include "proto/starling.pb.h"
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -54,7 +55,9 @@ struct client_actor::connection_state {
     std::uint64_t id = 0;
     mqtt::protocol_version version = mqtt::protocol_version::v5;
     bool connack_sent = false;
-    std::uint16_t keep_alive = 0;  // effective, seconds
+    std::uint16_t keep_alive = 0;        // effective, seconds
+    std::uint32_t requested_expiry = 0;  // as CONNECT asked (3.1.1 clean session 0: 0xFFFFFFFF)
+    bool clean_start = true;
     std::chrono::steady_clock::time_point last_activity{};
     actor::timer_handle keep_alive_timer;
     std::uint16_t client_receive_max = 65535;
@@ -241,6 +244,7 @@ void client_actor::on_connect(client_msg::connect&& m) {
     c->version = p.protocol_version;
     c->last_activity = core_.clock().steady_now();
     c->keep_alive = p.keep_alive;
+    c->clean_start = p.clean_start;
     c->will = p.will;
     c->type = m.type;
     if (auto prev = core_.sessions().find_session(client_id_); prev && prev->persistent) {
@@ -257,8 +261,15 @@ void client_actor::on_connect(client_msg::connect&& m) {
         c->wants_response_information = p.properties.request_response_information.value_or(0) == 1;
     }
     conn_ = std::move(c);
-    writable_.store(true, std::memory_order_release);
+    if (!writable_.exchange(true, std::memory_order_acq_rel)) {
+        core_.probe().non_writable_clients(-1);  // the replaced connection was congested
+    }
+    // What the replaced connection left unanswered goes with it: its QoS 1/2 PUBLISHes were
+    // not acknowledged, so the client sends them again on this one.
     pre_connack_.clear();
+    pending_acks_.clear();
+    inbound_unacked_ = 0;
+    drop_held();
     inbound_qos2_loading_ = false;
 
     // Enhanced authentication is not configured: a CONNECT asking for it is refused.
@@ -276,17 +287,17 @@ void client_actor::on_connect(client_msg::connect&& m) {
         return;
     }
 
-    // Session: persistent when v3 clean_session=0, or v5 with a session expiry interval > 0
-    // (clean_start only decides whether an existing session is resumed).
-    std::uint32_t expiry = 0;
+    // Session expiry: the v5 interval, or for a 3.1.1 persistent session (clean session 0,
+    // which has no interval of its own) "as long as allowed"; the configured maximum caps both,
+    // 0xFFFFFFFF included (docs/configuration.md, mqtt.client-session-expiry).
+    std::uint32_t requested = 0;
     if (v5) {
-        expiry = p.properties.session_expiry_interval.value_or(0);
-        if (expiry != session_never_expires && expiry > core_.cfg().max_session_expiry) {
-            expiry = core_.cfg().max_session_expiry;
-        }
+        requested = p.properties.session_expiry_interval.value_or(0);
     } else {
-        expiry = p.clean_start ? 0 : session_never_expires;
+        requested = p.clean_start ? 0 : session_never_expires;
     }
+    conn_->requested_expiry = requested;
+    const std::uint32_t expiry = std::min(requested, core_.cfg().max_session_expiry);
     if (limits_need_admission()) {
         // A new session under mqtt.sessions-limit / application-clients-limit: continues in
         // connect_session once the shared counters answered (session_limits.cpp).
@@ -303,7 +314,10 @@ void client_actor::connect_session(const mqtt::connect& p, std::uint32_t expiry,
         return;
     }
     const bool resumed = !p.clean_start && session_exists_ && persistent_;
-    begin_session(resumed, expiry);
+    begin_session(resumed, expiry != 0 || !p.clean_start, expiry);
+    if (resumed) {
+        authorize_inherited_subscriptions();
+    }
 
     const std::uint64_t channel_id = conn_->id;
     write_session_record(
@@ -345,7 +359,7 @@ void client_actor::refuse_connect(mqtt::reason_code code, std::string_view why) 
     }
 }
 
-void client_actor::begin_session(bool resumed, std::uint32_t expiry) {
+void client_actor::begin_session(bool resumed, bool persistent, std::uint32_t expiry) {
     if (!resumed) {
         clear_session_state();
     } else {
@@ -358,7 +372,7 @@ void client_actor::begin_session(bool resumed, std::uint32_t expiry) {
         inflight_.clear();
         queued_.clear();
     }
-    persistent_ = expiry != 0;
+    persistent_ = persistent;
     session_expiry_ = expiry;
     session_exists_ = true;
     limits_on_session_begun();
@@ -374,7 +388,7 @@ void client_actor::request_cluster_connect(const mqtt::connect& p, std::uint32_t
                         .request_id = request_id,
                         .clean_start = p.clean_start,
                         .session_expiry_interval = expiry,
-                        .persistent = expiry != 0,
+                        .persistent = expiry != 0 || !p.clean_start,
                         .protocol_version = static_cast<std::uint32_t>(p.protocol_version),
                         .type = type_};
     coordinator->request_connect(req, [self = shared_from_this(), channel_id, request_id, expiry,
@@ -443,7 +457,10 @@ void client_actor::on_cluster_connect_reply(std::uint64_t channel_id, const std:
             core_.metadata().delete_session_context(client_id_, [](status) {});
         }
     }
-    begin_session(grant.session_present, expiry);
+    begin_session(grant.session_present, expiry != 0 || !conn_->clean_start, expiry);
+    if (grant.session_present && previous_here) {
+        authorize_inherited_subscriptions();
+    }
     session_id_ = request_id;
     const bool moved = conn_->moved_before_reply;
     const std::string moved_to = conn_->moved_to_node;
@@ -506,6 +523,7 @@ void client_actor::on_session_moved(const std::string& session_id, const std::st
         pre_connack_.clear();
         pending_acks_.clear();
         inbound_unacked_ = 0;
+        drop_held();
         core_.probe().client_disconnected();
         spdlog::info(
             "client disconnected: id={} address={} version={} reason=session taken over on "
@@ -547,6 +565,7 @@ void client_actor::drop_local_session() {
         app_->drop();  // its consumers stop here; the new owner reads the topics
     }
     redeliver_all_as_dup_ = false;
+    check_stored_deliveries_ = false;
     session_exists_ = false;
     persistent_ = false;
     session_id_.clear();
@@ -583,12 +602,52 @@ void client_actor::adopt_subscriptions() {
         }
         add_subscription(std::move(sub));
     }
+    if (conn_) {
+        authorize_inherited_subscriptions();
+    }
     spdlog::info("client {}: adopted {} subscriptions from the session's previous node", client_id_,
                  parsed.subscriptions_size());
     // This node is now the set's single writer: its record (origin = this node) is what the
     // other nodes mirror, routing to this node from now on.
     write_subscriptions([](status) {});
     app_sync_shared();
+}
+
+void client_actor::authorize_inherited_subscriptions() {
+    const auto& rules = conn_->rules;
+    if (!rules || rules->allow_all) {
+        return;
+    }
+    std::vector<std::string> dropped;
+    for (auto it = subscriptions_.begin(); it != subscriptions_.end();) {
+        const stored_subscription& sub = it->second;
+        // As on SUBSCRIBE: the rules see the filter as the client writes it ($share/... too).
+        std::string written =
+            sub.share_group.empty() ? sub.filter : "$share/" + sub.share_group + "/" + sub.filter;
+        if (rules->may_subscribe(written)) {
+            ++it;
+            continue;
+        }
+        core_.trie().unsubscribe(sub.filter, client_id_, sub.share_group);
+        dropped.push_back(std::move(written));
+        it = subscriptions_.erase(it);
+    }
+    if (dropped.empty()) {
+        return;
+    }
+    check_stored_deliveries_ = true;
+    spdlog::warn(
+        "client {}: resumed by a connection (address={}) whose topic rules do not allow {} of "
+        "the session's subscriptions; dropped: {}",
+        client_id_, conn_->channel->remote_address(), dropped.size(), fmt::join(dropped, ", "));
+    write_subscriptions([](status) {});
+    app_sync_shared();
+}
+
+bool client_actor::authorized_for_delivery(const app_message& m) const {
+    return std::any_of(subscriptions_.begin(), subscriptions_.end(), [&](const auto& entry) {
+        return mqtt::topic_matches(entry.second.filter, m.topic);
+    });
 }
 
 void client_actor::add_subscription(stored_subscription sub) {
@@ -631,8 +690,9 @@ void client_actor::complete_connect(std::uint64_t channel_id, bool session_prese
             c.keep_alive = cfg.max_keep_alive;
             props.server_keep_alive = cfg.max_keep_alive;
         }
-        if (session_expiry_ != 0 && session_expiry_ != session_never_expires &&
-            session_expiry_ == cfg.max_session_expiry) {
+        if (session_expiry_ != c.requested_expiry) {
+            // The server's maximum shortened the client's interval: the client is told the one
+            // in force (MQTT 5.0 section 3.2.2.3.2).
             props.session_expiry_interval = session_expiry_;
         }
         if (c.wants_response_information && !cfg.response_information.empty()) {
@@ -707,9 +767,14 @@ void client_actor::drain_early_packets(std::uint64_t channel_id) {
 // Packets of a connected client
 
 void client_actor::on_packet(mqtt::packet&& p) {
-    if (quota_holds(p)) {
-        return;  // behind a PUBLISH waiting for quota tokens
+    if (!held_.empty() || must_wait(p)) {
+        hold_packet(std::move(p));
+        return;
     }
+    handle_packet(std::move(p));
+}
+
+void client_actor::handle_packet(mqtt::packet&& p) {
     std::visit(
         [this](auto&& packet) {
             using T = std::decay_t<decltype(packet)>;
@@ -782,7 +847,8 @@ void client_actor::on_publish(mqtt::publish&& p) {
     core_.probe().publish_received(static_cast<std::uint8_t>(p.qos));
 
     if (p.qos != mqtt::qos::at_most_once) {
-        if (inbound_unacked_ >= cfg.max_in_flight) {
+        // Receive Maximum (v5 only: 3.1.1 clients wait in held_ instead, see must_wait).
+        if (c.v5() && inbound_unacked_ >= cfg.max_in_flight) {
             disconnect_with(mqtt::reason_code::receive_maximum_exceeded,
                             "more unacknowledged QoS 1/2 PUBLISH than Receive Maximum");
             return;
@@ -878,7 +944,9 @@ void client_actor::on_publish_written(std::uint64_t channel_id, std::uint64_t se
 
 void client_actor::flush_acks() {
     // Acknowledgements leave in packet order even when the log acknowledges out of order.
+    bool answered = false;
     while (!pending_acks_.empty() && pending_acks_.front().done && conn_) {
+        answered = true;
         pending_ack a = pending_acks_.front();
         pending_acks_.pop_front();
         if (a.qos == mqtt::qos::at_least_once) {
@@ -892,6 +960,9 @@ void client_actor::flush_acks() {
                 --inbound_unacked_;  // no PUBREL follows a failed PUBREC
             }
         }
+    }
+    if (answered) {
+        release_held();  // the window has room again
     }
 }
 
@@ -1193,6 +1264,12 @@ void client_actor::pump_inbox() {
     if (inflight_.size() >= window() || !writable_.load(std::memory_order_relaxed)) {
         return;  // resumes on acknowledgements or when the connection drains
     }
+    // Reads go in batches: with messages in flight, wait until at least half the window is free.
+    // The in-flight messages are the oldest pending ones, so every read returns them again; a
+    // read per acknowledgement would cost a window's worth of records per message delivered.
+    if (!inflight_.empty() && window() - inflight_.size() < (window() + 1) / 2) {
+        return;  // the acknowledgement that frees enough of the window reads
+    }
     if (resume_backoff_) {
         if (!inflight_.empty()) {
             return;  // on_resume_backoff() or the last acknowledgement resumes it
@@ -1204,16 +1281,18 @@ void client_actor::pump_inbox() {
     inbox_dirty_ = false;
     const std::uint64_t channel_id = conn_->id;
     // The oldest pending messages are the ones in flight; read past them to the next ones.
+    const std::size_t requested = window() + inbox_removing_.size();
     core_.inbox().read_pending(
-        client_id_, window() + inbox_removing_.size(),
-        [self = shared_from_this(), channel_id](result<std::vector<inbox_message>> r) {
-            self->post([channel_id, r = std::move(r)](client_actor& a) mutable {
-                a.on_inbox_read(channel_id, std::move(r));
+        client_id_, requested,
+        [self = shared_from_this(), channel_id, requested](result<std::vector<inbox_message>> r) {
+            self->post([channel_id, requested, r = std::move(r)](client_actor& a) mutable {
+                a.on_inbox_read(channel_id, requested, std::move(r));
             });
         });
 }
 
-void client_actor::on_inbox_read(std::uint64_t channel_id, result<std::vector<inbox_message>> r) {
+void client_actor::on_inbox_read(std::uint64_t channel_id, std::size_t requested,
+                                 result<std::vector<inbox_message>> r) {
     inbox_reading_ = false;
     if (!conn_ || conn_->id != channel_id) {
         // Read for an earlier connection. The current one (if any) skipped its own read while
@@ -1235,6 +1314,12 @@ void client_actor::on_inbox_read(std::uint64_t channel_id, result<std::vector<in
         return;
     }
     const std::int64_t now = core_.now_ms();
+    if (r.value().size() >= requested) {
+        // A full answer: more may wait behind it. Without this a backlog longer than the window
+        // stopped once the first window was acknowledged, since nothing else marks the inbox
+        // for reading while the client stays connected.
+        inbox_dirty_ = true;
+    }
     for (auto& im : r.value()) {
         if (inflight_.contains(im.packet_id) || inbox_removing_.contains(im.packet_id)) {
             continue;
@@ -1264,6 +1349,17 @@ void client_actor::on_inbox_read(std::uint64_t channel_id, result<std::vector<in
         d.subscription_ids.assign(pm.subscription_ids().begin(), pm.subscription_ids().end());
         if (d.msg->expired(now)) {
             core_.probe().message_dropped(metrics::drop_reason::expired, client_id_, d.msg->topic);
+            inbox_removing_.insert(im.packet_id);
+            core_.inbox().remove(client_id_, im.packet_id,
+                                 bind_status([id = im.packet_id](client_actor& a, status) {
+                                     a.inbox_removing_.erase(id);
+                                 }));
+            continue;
+        }
+        if (check_stored_deliveries_ && !authorized_for_delivery(*d.msg)) {
+            // Queued for a subscription the client now connected may not have.
+            core_.probe().message_dropped(metrics::drop_reason::not_authorized, client_id_,
+                                          d.msg->topic);
             inbox_removing_.insert(im.packet_id);
             core_.inbox().remove(client_id_, im.packet_id,
                                  bind_status([id = im.packet_id](client_actor& a, status) {
@@ -1484,8 +1580,8 @@ void client_actor::on_disconnect(const mqtt::disconnect& d) {
                                 "session expiry set on DISCONNECT after 0 in CONNECT");
                 return;
             }
+            // 0 ends the session with this connection (end_connection).
             session_expiry_ = std::min(*expiry, core_.cfg().max_session_expiry);
-            persistent_ = session_expiry_ != 0;
         }
     }
     // 0x04 (Disconnect with Will Message) keeps the will; everything else suppresses it.
@@ -1499,8 +1595,8 @@ void client_actor::on_closed(client_msg::closed&& m) {
     if (!conn_ || conn_->id != m.channel_id) {
         return;
     }
-    if (quota_defers_close(m)) {
-        return;  // the packets before the close wait for quota tokens: they go first
+    if (defers_close(m)) {
+        return;  // the packets before the close wait (quota tokens, a full window): they go first
     }
     if (m.protocol_error) {
         disconnect_with(*m.protocol_error, m.reason);
@@ -1697,7 +1793,7 @@ void client_actor::end_connection(std::string_view reason) {
         core_.probe().non_writable_clients(-1);  // derived from live state: never leaks
     }
     pre_connack_.clear();
-    quota_release_held();
+    drop_held();
     pending_acks_.clear();
     inbound_unacked_ = 0;
     if (!was_connected) {
@@ -1736,7 +1832,7 @@ void client_actor::end_connection(std::string_view reason) {
         }
     }
 
-    if (!persistent_) {
+    if (!persistent_ || session_expiry_ == 0) {
         end_session();
         return;
     }
@@ -1824,6 +1920,7 @@ void client_actor::clear_session_state() {
     sent_before_.clear();
     inbound_qos2_.clear();
     redeliver_all_as_dup_ = false;
+    check_stored_deliveries_ = false;
     if (had_subscriptions) {
         write_subscriptions([](status) {});
     }
@@ -1853,6 +1950,8 @@ void client_actor::end_session() {
     }
     inflight_.clear();
     queued_.clear();
+    // Before the record goes: after a restart it is what says the session was an APPLICATION's.
+    app_on_session_end();
     core_.sessions().erase_session(client_id_);
     if (auto* coordinator = core_.coordinator(); core_.cfg().cluster && coordinator != nullptr) {
         if (!session_id_.empty()) {
@@ -1863,13 +1962,13 @@ void client_actor::end_session() {
         core_.delete_session(client_id_, [](status) {});
     }
     core_.write_subscriptions(client_id_, std::string(), [](status) {});
-    app_on_session_end();
     if (had_persistent_state) {
         core_.inbox().clear(client_id_, [](status) {});
         core_.metadata().delete_session_context(client_id_, [](status) {});
     }
     session_exists_ = false;
     persistent_ = false;
+    check_stored_deliveries_ = false;
     limits_release();
     retire();
 }
@@ -1925,7 +2024,6 @@ void client_actor::write_session_record(bool connected, std::function<void(statu
 void client_actor::restore_offline_session(std::uint32_t session_expiry_interval,
                                            std::int64_t disconnected_at_ms,
                                            std::vector<stored_subscription> subscriptions,
-                                           bool was_connected_at_crash,
                                            std::function<void()> restored, std::string session_id) {
     post([=, subs = std::move(subscriptions), restored = std::move(restored),
           session_id = std::move(session_id)](client_actor& a) mutable {
@@ -1933,13 +2031,26 @@ void client_actor::restore_offline_session(std::uint32_t session_expiry_interval
         a.persistent_ = true;
         a.session_exists_ = true;
         a.session_expiry_ = session_expiry_interval;
-        // After a crash nobody knows which messages were already sent: all go with DUP.
-        a.redeliver_all_as_dup_ = was_connected_at_crash;
+        // Which messages were sent before the node went down is known only in memory (after a
+        // crash, not even that): every pending one goes with DUP, as it might be a
+        // re-delivery (MQTT-3.3.1-1 asks for DUP on every re-delivery, and allows it when unsure).
+        a.redeliver_all_as_dup_ = true;
         for (auto& sub : subs) {
             a.add_subscription(std::move(sub));
         }
-        a.arm_session_expiry(disconnected_at_ms);
         a.limits_on_restored();
+        const bool expired =
+            session_expiry_interval != session_never_expires &&
+            disconnected_at_ms + static_cast<std::int64_t>(session_expiry_interval) * 1000 <=
+                a.core_.now_ms();
+        if (expired) {
+            // Expiry 0 (a session that was to end with its connection) or an interval that
+            // passed while the node was down: it ends before any CONNECT can resume it.
+            spdlog::info("client {}: session expired while the node was down", a.client_id_);
+            a.end_session();
+        } else {
+            a.arm_session_expiry(disconnected_at_ms);
+        }
         if (restored) {
             restored();
         }
@@ -1960,21 +2071,19 @@ void client_actor::on_shutdown(client_msg::shutdown&& m) {
         c.channel->close();
         end_connection("server shutting down");
     }
-    if (m.done) {
-        m.done();
+    if (!m.done) {
+        return;
     }
+    if (app_) {
+        // The APPLICATION context's last save must reach the store before the node stops.
+        app_->when_saved(std::move(m.done));
+        return;
+    }
+    m.done();
 }
 
 // ---------------------------------------------------------------------------------------------
 // Throughput quota (mqtt.rate-limits.total; docs/backpressure.md "Throughput quota")
-
-namespace {
-// Packets of one connection held behind a PUBLISH waiting for quota tokens. The wait is one
-// store round trip (at most the lease's answer timeout), so a well-behaved client never comes
-// near it; a client that floods during a Redis stall is disconnected (0x97) rather than held
-// without bound.
-constexpr std::size_t quota_hold_limit = 1000;
-}  // namespace
 
 std::int64_t client_actor::publish_cost(const mqtt::publish& p) const {
     // Every actor dispatcher thread matches the trie here; registration nests and lives until
@@ -2097,9 +2206,8 @@ void client_actor::on_quota_verdict(std::uint64_t seq, std::int64_t cost,
     mqtt::publish p = std::move(*quota_charging_);
     quota_charging_.reset();
     core_.probe().quota_waiting(-1);
-    const std::uint64_t channel = quota_channel_;
-    if (!conn_ || conn_->id != channel) {
-        quota_release_held();
+    if (!conn_ || conn_->id != quota_channel_) {
+        drop_held();
         return;
     }
     if (ratelimit::is_admitted(v)) {
@@ -2107,58 +2215,115 @@ void client_actor::on_quota_verdict(std::uint64_t seq, std::int64_t cost,
     } else {
         refuse_publish(p, v);
     }
-    // The packets that arrived meanwhile, in order, until one of them waits in turn.
-    while (!quota_charging_ && !quota_held_.empty() && conn_ && conn_->id == channel) {
-        mqtt::packet next = std::move(quota_held_.front());
-        quota_held_.pop_front();
+    release_held();  // the packets that arrived meanwhile, in order
+}
+
+void client_actor::quota_forget_charge() {
+    if (quota_charging_) {
+        quota_charging_.reset();
         core_.probe().quota_waiting(-1);
-        on_packet(std::move(next));
-    }
-    if (!conn_ || conn_->id != channel) {
-        quota_release_held();
-        return;
-    }
-    if (!quota_charging_ && quota_closed_) {
-        client_msg::closed closed = std::move(*quota_closed_);
-        quota_closed_.reset();
-        on_closed(std::move(closed));
     }
 }
 
-bool client_actor::quota_holds(mqtt::packet& p) {
-    if (!quota_charging_) {
-        return false;
-    }
-    if (!conn_ || conn_->id != quota_channel_) {
-        quota_release_held();  // left over from an earlier connection
-        return false;
-    }
-    if (quota_held_.size() >= quota_hold_limit) {
-        disconnect_with(mqtt::reason_code::quota_exceeded,
-                        "too many packets behind a PUBLISH waiting for quota tokens");
+// ---------------------------------------------------------------------------------------------
+// Inbound flow control (client_actor.h, held_)
+
+namespace {
+// Packets held behind a PUBLISH waiting for quota tokens. The wait is one store round trip (at
+// most the lease's answer timeout), so a well-behaved client never comes near it; a client that
+// floods during a Redis stall is disconnected (0x97) rather than held without bound.
+constexpr std::size_t quota_hold_limit = 1000;
+
+bool is_acknowledged_publish(const mqtt::packet& p) {
+    const auto* publish = std::get_if<mqtt::publish>(&p);
+    return publish != nullptr && publish->qos != mqtt::qos::at_most_once;
+}
+}  // namespace
+
+bool client_actor::must_wait(const mqtt::packet& p) const {
+    if (quota_charging_) {
         return true;
     }
-    quota_held_.push_back(std::move(p));
-    core_.probe().quota_waiting(1);
-    return true;
+    // At 3.1.1 the window counts the PUBLISHes not answered yet (PUBACK / PUBREC: the log
+    // writes in progress). A QoS 2 exchange whose PUBREC went out no longer counts: the client
+    // may well wait for every PUBREC before it sends any PUBREL.
+    return !conn_->v5() && is_acknowledged_publish(p) &&
+           pending_acks_.size() >= core_.cfg().max_in_flight;
 }
 
-bool client_actor::quota_defers_close(client_msg::closed& m) {
-    if (!quota_charging_ || quota_channel_ != m.channel_id || m.protocol_error) {
+void client_actor::hold_packet(mqtt::packet&& p) {
+    const bool for_quota = quota_charging_.has_value();
+    // The connection stops reading while packets wait, so what is held is bounded by what was
+    // already read: its mailbox (settings::mailbox_capacity) and one read's worth.
+    const std::size_t limit =
+        for_quota ? quota_hold_limit : core_.cfg().mailbox_capacity + pre_connack_limit;
+    if (held_.size() >= limit) {
+        if (for_quota) {
+            disconnect_with(mqtt::reason_code::quota_exceeded,
+                            "too many packets behind a PUBLISH waiting for quota tokens");
+        } else {
+            disconnect_with(mqtt::reason_code::receive_maximum_exceeded,
+                            "too many packets behind a full inbound window");
+        }
+        return;
+    }
+    if (held_.empty()) {
+        conn_->channel->hold_reading(true);
+    }
+    if (for_quota) {
+        core_.probe().quota_waiting(1);
+    }
+    held_.push_back(held_packet{.packet = std::move(p), .for_quota = for_quota});
+}
+
+void client_actor::release_held() {
+    if (releasing_held_) {
+        return;  // a packet being handled below freed the window: the loop goes on by itself
+    }
+    releasing_held_ = true;
+    const std::uint64_t channel = conn_ ? conn_->id : 0;
+    while (!held_.empty() && conn_ && conn_->id == channel && !must_wait(held_.front().packet)) {
+        held_packet next = std::move(held_.front());
+        held_.pop_front();
+        if (next.for_quota) {
+            core_.probe().quota_waiting(-1);
+        }
+        handle_packet(std::move(next.packet));
+    }
+    releasing_held_ = false;
+    if (!conn_ || conn_->id != channel) {
+        return;
+    }
+    if (held_.empty()) {
+        conn_->channel->hold_reading(false);
+        if (!quota_charging_ && deferred_close_) {
+            client_msg::closed closed = std::move(*deferred_close_);
+            deferred_close_.reset();
+            on_closed(std::move(closed));
+        }
+    }
+}
+
+bool client_actor::defers_close(client_msg::closed& m) {
+    if ((held_.empty() && !quota_charging_) || !conn_ || conn_->id != m.channel_id ||
+        m.protocol_error) {
         return false;
     }
-    quota_closed_ = std::move(m);
+    deferred_close_ = std::move(m);
     return true;
 }
 
-void client_actor::quota_release_held() {
-    const auto held = static_cast<std::int64_t>(quota_held_.size()) + (quota_charging_ ? 1 : 0);
-    quota_held_.clear();
-    quota_charging_.reset();
-    quota_closed_.reset();
-    if (held != 0) {
-        core_.probe().quota_waiting(-held);
+void client_actor::drop_held() {
+    std::int64_t for_quota = 0;
+    for (const auto& h : held_) {
+        for_quota += h.for_quota ? 1 : 0;
     }
+    if (for_quota != 0) {
+        core_.probe().quota_waiting(-for_quota);
+    }
+    held_.clear();
+    deferred_close_.reset();
+    quota_forget_charge();
 }
 
 bool client_actor::quota_admits_copy() {

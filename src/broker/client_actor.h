@@ -147,11 +147,12 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     // `restored` runs inside the actor once its subscriptions are in the trie; the node waits
     // for every restore before its consumers route anything, or a message published before the
     // restart would find no subscriber and be committed as delivered.
+    // A session already expired (session expiry 0, or its interval passed while the node was
+    // down) ends here, before `restored` runs, so no CONNECT can resume it.
     void restore_offline_session(std::uint32_t session_expiry_interval,
                                  std::int64_t disconnected_at_ms,
                                  std::vector<stored_subscription> subscriptions,
-                                 bool was_connected_at_crash, std::function<void()> restored,
-                                 std::string session_id = {});
+                                 std::function<void()> restored, std::string session_id = {});
 
     // Cluster mode: the session-event handler moved the session `session_id` to `new_node_id`
     // (client.disconnect.<self>). If it is still this actor's session, the connection gets
@@ -180,7 +181,9 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     void handle(client_message&& m);
     void on_connect(client_msg::connect&& m);
     void complete_connect(std::uint64_t channel_id, bool session_present, bool id_assigned);
-    void begin_session(bool resumed, std::uint32_t expiry);
+    // `persistent`: the session keeps its messages in durable storage while it lasts (see
+    // persistent_); `expiry`: how long it outlives its connection.
+    void begin_session(bool resumed, bool persistent, std::uint32_t expiry);
     // The rest of on_connect once the session limits admitted the CONNECT (or had nothing to
     // check).
     void connect_session(const mqtt::connect& p, std::uint32_t expiry, bool id_assigned);
@@ -206,9 +209,18 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
                           bool new_clean_start);
     void drop_local_session();
     void adopt_subscriptions();
+    // A resumed (or adopted) session's subscriptions were granted to whoever held it before: the
+    // client that resumes it keeps only those its own topic rules allow (the rest are dropped
+    // and logged), and from then on a queued message is delivered only if one of the remaining
+    // subscriptions matches it (authorized_for_delivery). Otherwise credentials not bound to
+    // a client id could take over another client's session and read its traffic.
+    void authorize_inherited_subscriptions();
+    bool authorized_for_delivery(const app_message& m) const;
     void add_subscription(stored_subscription sub);
     void drain_early_packets(std::uint64_t channel_id);
+    // Every packet of a connected client: held (inbound flow control, below) or handled.
     void on_packet(mqtt::packet&& p);
+    void handle_packet(mqtt::packet&& p);
     void on_publish(mqtt::publish&& p);
     void on_publish_written(std::uint64_t channel_id, std::uint64_t seq, status st);
     void flush_acks();
@@ -233,7 +245,10 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     void send_packet(const mqtt::packet& p);
     void pump_queued();
     void pump_inbox();
-    void on_inbox_read(std::uint64_t channel_id, result<std::vector<inbox_message>> r);
+    // `requested`: how many pending messages the read asked for (a full answer means the
+    // inbox may hold more).
+    void on_inbox_read(std::uint64_t channel_id, std::size_t requested,
+                       result<std::vector<inbox_message>> r);
     void finish_outbound(std::uint16_t packet_id);
     void deliver_retained(const stored_subscription& sub);
 
@@ -281,7 +296,11 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     std::unique_ptr<connection_state> conn_;
     std::deque<mqtt::packet> pre_connack_;  // packets that arrived before CONNACK was sent
 
-    // Session.
+    // Session. persistent_: QoS 1/2 copies go through durable storage (device inbox or
+    // APPLICATION topic) and the session can be resumed while it lasts — v3 clean session 0, v5
+    // clean start 0 or an expiry. session_expiry_: how long it outlives its connection; 0 ends
+    // it with the connection even when persistent_ (a v5 resume with expiry 0: the queue is
+    // delivered on this connection, then the session ends; MQTT-3.1.2-4 / 3.1.2-11.2).
     bool persistent_ = false;
     bool session_exists_ = false;
     // The session holds a unit of the session-limit counters (session_limits.h), and one of
@@ -293,6 +312,9 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     bool uncounted_ = false;
     std::uint32_t session_expiry_ = 0;
     std::map<std::string, stored_subscription> subscriptions_;  // key: group '\0' filter
+    // Some inherited subscriptions were dropped (authorize_inherited_subscriptions): stored
+    // messages are checked against the remaining ones before they are delivered.
+    bool check_stored_deliveries_ = false;
     // Cluster mode: the request id the session-event handler granted to this session (the
     // client.session record's session_id); empty in embedded mode and while there is none.
     std::string session_id_;
@@ -326,7 +348,31 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     std::set<std::uint16_t> inbound_qos2_;
     std::deque<pending_ack> pending_acks_;
     std::uint64_t next_seq_ = 1;
-    std::size_t inbound_unacked_ = 0;
+    std::size_t inbound_unacked_ = 0;  // QoS 1/2 PUBLISH received and not completed
+
+    // Inbound flow control. A packet that cannot be handled yet waits in held_, and so does
+    // every later packet of the connection (order is kept), while the connection stops reading
+    // the socket (client_channel::hold_reading: TCP backpressure). Two reasons to wait, checked
+    // on the packet at the front: a PUBLISH is being charged to the throughput quota
+    // (quota_charging_), or — MQTT 3.1.1, which has no Receive Maximum — a QoS 1/2 PUBLISH finds
+    // settings::max_in_flight PUBLISHes still waiting for their PUBACK / PUBREC. (v5 clients
+    // that exceed the Receive Maximum are disconnected with 0x93 instead, as MQTT 5 requires.)
+    // A close that comes while packets wait is deferred until they were handled.
+    struct held_packet {
+        mqtt::packet packet;
+        bool for_quota = false;  // counted in throughputQuotaWaitingPackets
+    };
+    bool must_wait(const mqtt::packet& p) const;
+    void hold_packet(mqtt::packet&& p);
+    // Handles the held packets that can go now, in order; then a deferred close.
+    void release_held();
+    bool defers_close(client_msg::closed& m);
+    // The connection ended: what waited is dropped (its QoS 1/2 PUBLISHes were never
+    // acknowledged, so the client sends them again).
+    void drop_held();
+    std::deque<held_packet> held_;
+    std::optional<client_msg::closed> deferred_close_;
+    bool releasing_held_ = false;
     // A resumed persistent session's inbound QoS 2 ids are being loaded from the metadata
     // store: packets wait in pre_connack_ until they are known.
     bool inbound_qos2_loading_ = false;
@@ -358,16 +404,14 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     bool outgoing_throttled_ = false;
 
     // Throughput quota (broker_core::quota(), docs/backpressure.md "Throughput quota"). A
-    // PUBLISH whose charge waits for the shared bucket is held in
-    // quota_charging_, and every later packet of its connection (and its close) behind it in
-    // quota_held_ — bounded by quota_hold_limit, counted in throughputQuotaWaitingPackets — so
-    // nothing the client sent later overtakes it. quota_seq_ tells the current charge's verdict
-    // from a stale one (a connection that ended meanwhile).
+    // PUBLISH whose charge waits for the shared bucket is kept in quota_charging_, and every
+    // later packet of its connection (and its close) waits behind it in held_ — bounded by
+    // quota_hold_limit, counted in throughputQuotaWaitingPackets — so nothing the client sent
+    // later overtakes it. quota_seq_ tells the current charge's verdict from a stale one (a
+    // connection that ended meanwhile).
     bool quota_admits_publish(mqtt::publish& p);
     void on_quota_verdict(std::uint64_t seq, std::int64_t cost, ratelimit::quota_verdict v);
-    bool quota_holds(mqtt::packet& p);
-    bool quota_defers_close(client_msg::closed& m);
-    void quota_release_held();
+    void quota_forget_charge();
     // Charges one outgoing copy (a delivery at send, a retained message on SUBSCRIBE) without
     // waiting; false = refused and counted.
     bool quota_admits_copy();
@@ -383,8 +427,6 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     void refuse_publish(const mqtt::publish& p, ratelimit::quota_verdict v);
     void admit_publish(mqtt::publish&& p);
     std::optional<mqtt::publish> quota_charging_;
-    std::deque<mqtt::packet> quota_held_;
-    std::optional<client_msg::closed> quota_closed_;
     std::uint64_t quota_seq_ = 0;
     std::uint64_t quota_channel_ = 0;
 };

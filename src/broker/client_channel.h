@@ -26,6 +26,10 @@ class client_channel {
     virtual void resume_reading() = 0;
     // True while reading is paused because the actor's mailbox was full.
     virtual bool reading_paused() const = 0;
+    // The actor's own flow control, independent of the mailbox: while held, the connection
+    // reads nothing more from the socket (TCP backpressure on the client). A 3.1.1 publisher
+    // with a full inbound window is held rather than disconnected (it has no Receive Maximum).
+    virtual void hold_reading(bool held) = 0;
     virtual const std::string& remote_address() const = 0;
     virtual std::uint64_t id() const = 0;
     // True once the client sent DISCONNECT or closed its side: everything it will ever send

@@ -333,6 +333,21 @@ void mqtt_connection::resume_reading() {
     if (paused_) {
         paused_ = false;
         paused_flag_.store(false, std::memory_order_release);
+        if (!held_) {
+            transport_->resume_reading();
+        }
+    }
+}
+
+void mqtt_connection::hold_reading(bool held) {
+    std::lock_guard lock(backlog_mutex_);
+    if (held_ == held) {
+        return;
+    }
+    held_ = held;
+    if (held) {
+        transport_->pause_reading();
+    } else if (!paused_) {
         transport_->resume_reading();
     }
 }

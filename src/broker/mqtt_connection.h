@@ -8,7 +8,9 @@
 // Backpressure: when the actor's mailbox refuses a packet (full), the connection keeps the
 // packet (and any others of the same read) in a small backlog, stops reading the socket, and
 // the actor resumes it (resume_reading) once its mailbox drained — TCP flow control then slows
-// the publisher instead of the broker buffering without bound.
+// the publisher instead of the broker buffering without bound. The actor may also hold reading
+// for its own reasons (hold_reading: a 3.1.1 publisher whose inbound window is full); the socket
+// is read again only when neither holds it.
 //
 // Authentication (issue 6): after the client-id checks, a CONNECT goes through the blocked
 // clients list and then the authenticator, which may answer later on another thread. Until it
@@ -56,6 +58,7 @@ class mqtt_connection final : public net::connection_handler,
     bool writable() const override;
     void resume_reading() override;
     bool reading_paused() const override { return paused_flag_.load(std::memory_order_acquire); }
+    void hold_reading(bool held) override;
     const std::string& remote_address() const override { return remote_address_; }
     std::uint64_t id() const override { return id_; }
     bool input_ended() const override { return input_ended_.load(std::memory_order_acquire); }
@@ -94,6 +97,7 @@ class mqtt_connection final : public net::connection_handler,
     std::deque<client_message> backlog_;
     bool paused_ = false;
     std::atomic<bool> paused_flag_{false};  // paused_, readable without the mutex
+    bool held_ = false;                     // hold_reading(true) (under the mutex)
     std::atomic<bool> input_ended_{false};  // set after forwarding DISCONNECT or the close
 };
 

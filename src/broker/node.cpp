@@ -201,7 +201,7 @@ status node::load_state(std::vector<std::pair<topic_partition, std::int64_t>>& f
         auto actor = core.actor_for(client_id);
         restores->add();
         actor->restore_offline_session(
-            s.session_expiry_interval(), disconnected_at, std::move(subs), was_connected,
+            s.session_expiry_interval(), disconnected_at, std::move(subs),
             [restores] { restores->done(); }, s.session_id());
         ++restored;
     }
@@ -339,6 +339,12 @@ void node::stop(std::chrono::milliseconds timeout) {
     core_->sessions().for_each_actor([&](const std::shared_ptr<client_actor>& a) {
         core_->sessions().remove_actor(a->client_id(), a.get());
     });
+}
+
+node::pipeline_counts node::pipeline_for_test() const {
+    return pipeline_counts{.msg_all_handled = router_->records_routed(),
+                           .persisted_produced = router_->persisted_copies(),
+                           .persisted_handled = persisted_->records_handled()};
 }
 
 }  // namespace starling::broker

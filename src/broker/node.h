@@ -51,6 +51,16 @@ class node {
     // on (the records read before are applied at once). No-op in embedded mode. Any thread.
     void follow_blocked(blocked_clients_log* blocked);
 
+    // Work the node's consumers finished since it started: msg.all records routed, copies the
+    // router wrote to msg.persisted, and msg.persisted records stored. Tests wait for
+    // routed == published and stored == produced before checking what clients got.
+    struct pipeline_counts {
+        std::uint64_t msg_all_handled = 0;
+        std::uint64_t persisted_produced = 0;
+        std::uint64_t persisted_handled = 0;
+    };
+    pipeline_counts pipeline_for_test() const;
+
     // Cluster mode only (null otherwise); for tests and metrics.
     const state_follower* follower() const { return follower_.get(); }
     const downlink_consumer* downlink() const { return downlink_.get(); }

@@ -104,6 +104,7 @@ void persisted_consumer::run(std::size_t index, log_consumer* consumer) {
             spdlog::warn("{} consumer {}: commit failed: {}", opts_.topic, index,
                          st.error().message());
         }
+        records_handled_.fetch_add(records.size(), std::memory_order_acq_rel);
     }
 }
 

@@ -60,6 +60,11 @@ class persisted_consumer {
     status start();
     void stop();
 
+    // Records handled (stored or dropped, and committed) since start. Any thread.
+    std::uint64_t records_handled() const {
+        return records_handled_.load(std::memory_order_acquire);
+    }
+
   private:
     void run(std::size_t index, log_consumer* consumer);
     bool write_batch(std::vector<log_record>& records);
@@ -75,6 +80,7 @@ class persisted_consumer {
     std::unique_ptr<ratelimit::shared_limit> device_limit_;  // null: limit off
     std::atomic<bool> store_failure_logged_{false};
     std::atomic<bool> running_{false};
+    std::atomic<std::uint64_t> records_handled_{0};
     std::vector<std::unique_ptr<log_consumer>> consumers_;
     std::vector<std::thread> threads_;
 };

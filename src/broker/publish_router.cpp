@@ -133,6 +133,7 @@ void publish_router::run(std::size_t index, log_consumer* consumer) {
             spdlog::warn("msg.all consumer {}: commit failed: {}", index, st.error().message());
         }
         probe_.messages_routed(records.size());
+        records_routed_.fetch_add(records.size(), std::memory_order_acq_rel);
     }
     spdlog::debug("msg.all consumer {} stopped", index);
 }
@@ -320,6 +321,7 @@ void publish_router::produce_group_inbox(const message_ptr& msg, std::string_vie
     pm.set_qos(static_cast<std::uint32_t>(msg->qos));
     pm.set_retain(msg->retain);
     b.add();
+    persisted_copies_.fetch_add(1, std::memory_order_acq_rel);
     core_.log().produce(core_.topics().msg_persisted(),
                         group_inbox_key(group_key.substr(0, split), group_key.substr(split + 1)),
                         pm.SerializeAsString(), {},
@@ -368,6 +370,9 @@ void publish_router::deliver(const message_ptr& msg, const target& t, batch& b) 
             // APPLICATION: the client's own topic (application_delivery.h); DEVICE: its inbox.
             const bool app = session->type == client_type::application;
             b.add();
+            if (!app) {
+                persisted_copies_.fetch_add(1, std::memory_order_acq_rel);
+            }
             core_.log().produce(
                 app ? core_.topics().msg_app(t.client_id) : core_.topics().msg_persisted(),
                 t.client_id, pm.SerializeAsString(), {},

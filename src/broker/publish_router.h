@@ -55,6 +55,14 @@ class publish_router {
     struct batch;
     void route(const message_ptr& msg, batch& b);
 
+    // msg.all records routed and committed since start, and the copies they produced to
+    // msg.persisted (device and group inboxes). Tests compare them with what was published and
+    // what the msg.persisted consumers stored to know the node is idle. Any thread.
+    std::uint64_t records_routed() const { return records_routed_.load(std::memory_order_acquire); }
+    std::uint64_t persisted_copies() const {
+        return persisted_copies_.load(std::memory_order_acquire);
+    }
+
   private:
     struct target;
     void run(std::size_t index, log_consumer* consumer);
@@ -79,6 +87,8 @@ class publish_router {
     broker_core& core_;
     metrics::routing_probe& probe_;
     std::atomic<bool> running_{false};
+    std::atomic<std::uint64_t> records_routed_{0};
+    std::atomic<std::uint64_t> persisted_copies_{0};
     std::vector<std::unique_ptr<log_consumer>> consumers_;
     std::vector<std::thread> threads_;
     std::mutex shared_mutex_;

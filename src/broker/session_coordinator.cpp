@@ -369,6 +369,8 @@ void session_coordinator::handle_event(const proto::session_event& ev, std::int6
     reply.set_session_present(prev && prev->persistent && !ev.clean_start());
     reply.set_persistent(ev.persistent());
     reply.set_session_expiry_interval(ev.session_expiry_interval());
+    reply.set_requested_at_ms(ev.timestamp_ms());
+    reply.set_handled_at_ms(now);
     if (prev) {
         reply.set_previous_session_id(prev->session_id);
         reply.set_previous_node_id(prev->node_id);
@@ -385,6 +387,7 @@ void session_coordinator::handle_event(const proto::session_event& ev, std::int6
     join->done = [this, pending_writes, reply = std::move(reply),
                   requester = ev.node_id()](bool ok) mutable {
         reply.set_success(ok);
+        reply.set_replied_at_ms(core_.now_ms());
         if (!ok) {
             spdlog::warn("client {}: session writes failed; CONNECT {} refused", reply.client_id(),
                          reply.request_id());
@@ -476,6 +479,19 @@ void session_coordinator::run_handler(log_consumer* consumer) {
 // ---------------------------------------------------------------------------------------------
 // The node's inbox: replies to its requests and disconnects of its sessions
 
+void session_coordinator::log_reply_latency(const proto::session_event_response& reply) {
+    // A CONNECT waits for this whole round trip: say where a slow one spent its time.
+    const std::int64_t now = core_.now_ms();
+    const std::int64_t total = now - reply.requested_at_ms();
+    const auto level = total >= 200 ? spdlog::level::info : spdlog::level::debug;
+    spdlog::log(level,
+                "client {}: session request {} answered in {} ms (to the handler {} ms, its "
+                "writes {} ms, the reply back {} ms)",
+                reply.client_id(), reply.request_id(), total,
+                reply.handled_at_ms() - reply.requested_at_ms(),
+                reply.replied_at_ms() - reply.handled_at_ms(), now - reply.replied_at_ms());
+}
+
 void session_coordinator::run_inbox(log_consumer* consumer) {
     const auto poll_interval = core_.cfg().poll_interval;
     while (running_.load(std::memory_order_acquire)) {
@@ -493,6 +509,7 @@ void session_coordinator::run_inbox(log_consumer* consumer) {
                     spdlog::warn("session inbox: undecodable reply at offset {}", rec.offset);
                     continue;
                 }
+                log_reply_latency(reply);
                 if (!reply.success()) {
                     finish(reply.request_id(), std::make_error_code(std::errc::io_error));
                     continue;

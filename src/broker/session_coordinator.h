@@ -51,7 +51,8 @@
 
 namespace starling::proto {
 class session_event;
-}
+class session_event_response;
+}  // namespace starling::proto
 
 namespace starling::broker {
 
@@ -119,6 +120,7 @@ class session_coordinator {
     };
     void run_handler(log_consumer* consumer);
     void run_inbox(log_consumer* consumer);
+    void log_reply_latency(const proto::session_event_response& reply);
     void handle_event(const proto::session_event& ev, std::int64_t offset,
                       const std::shared_ptr<countdown>& pending_writes);
     std::optional<session_record> current(const std::string& client_id);

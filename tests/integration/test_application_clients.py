@@ -11,36 +11,16 @@ import pytest
 
 from starling_it import codec, credentials
 from starling_it.raw_client import persistent
+from starling_it.streams import publish_stream
 
 pytestmark = pytest.mark.starlingd_only(reason="client type from starlingd's credentials")
 
 APP = credentials.APPLICATION
 PUB = credentials.DEVICE
-WINDOW = 500  # QoS 1 PUBLISH packets the publisher keeps in flight
 
 
 def app_broker(factory):
     return factory(env=credentials.env(), config_text=credentials.config_text())
-
-
-def publish_stream(conn, topic: str, first: int, count: int) -> None:
-    """Publishes payloads first..first+count-1 at QoS 1, pipelined, and waits for every
-    PUBACK (packet ids cycle through 1..65535)."""
-    outstanding = 0
-    sent = 0
-    while sent < count or outstanding:
-        batch = bytearray()
-        while sent < count and outstanding < WINDOW:
-            pid = (first + sent) % 65535 + 1
-            batch += codec.publish(topic, str(first + sent), qos=1, packet_id=pid)
-            sent += 1
-            outstanding += 1
-        if batch:
-            conn.send(bytes(batch))
-        pkt = conn.recv()
-        assert pkt.type == codec.PUBACK, pkt
-        assert pkt.reason_code < 0x80, f"PUBACK 0x{pkt.reason_code:02x}"
-        outstanding -= 1
 
 
 def resume(raw_client, broker, client_id: str):

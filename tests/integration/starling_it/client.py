@@ -134,6 +134,8 @@ class MqttClient:
         transport: str = "tcp",
         ws_path: str = "/mqtt",
         tls_context: Any = None,
+        username: str | None = None,
+        password: str | None = None,
     ) -> None:
         """``transport`` is paho's ("tcp" or "websockets"); ``tls_context`` an ssl.SSLContext
         to connect with TLS (mqtts / wss)."""
@@ -160,6 +162,8 @@ class MqttClient:
             self.paho.ws_set_options(path=ws_path)
         if tls_context is not None:
             self.paho.tls_set_context(tls_context)
+        if username is not None:
+            self.paho.username_pw_set(username, password)
         self.paho.max_inflight_messages_set(1000)
         self.paho.max_queued_messages_set(0)
         self.connect_properties = dict(connect_properties or {})

@@ -13,6 +13,7 @@
 #include "mqtt/decoder.h"
 #include "routing/subscription_trie.h"
 
+#include "fake_channel.h"
 #include "support/temp_dir.h"
 #include <gtest/gtest.h>
 
@@ -28,79 +29,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Records the bytes the actor sends and decodes them as a client would.
-class fake_channel final : public client_channel {
-  public:
-    explicit fake_channel(std::uint64_t id, mqtt::protocol_version v)
-        : id_(id), decoder_(mqtt::decoder_limits{}, mqtt::decoder_role::client) {
-        decoder_.set_protocol_version(v);
-    }
-
-    void send(std::string bytes) override {
-        std::lock_guard lock(mutex_);
-        decoder_.feed(bytes);
-        for (;;) {
-            auto r = decoder_.next();
-            if (auto* p = std::get_if<mqtt::packet>(&r)) {
-                packets_.push_back(std::move(*p));
-                continue;
-            }
-            break;
-        }
-        cv_.notify_all();
-    }
-    void close() override {
-        std::lock_guard lock(mutex_);
-        closed_ = true;
-        cv_.notify_all();
-    }
-    bool writable() const override { return true; }
-    void resume_reading() override {}
-    bool reading_paused() const override { return false; }
-    const std::string& remote_address() const override { return address_; }
-    std::uint64_t id() const override { return id_; }
-    bool input_ended() const override { return input_ended_.load(); }
-    void end_input() { input_ended_.store(true); }
-
-    // Waits (bounded) for the next packet the actor wrote.
-    std::optional<mqtt::packet> next(std::chrono::milliseconds timeout = 5s) {
-        std::unique_lock lock(mutex_);
-        if (!cv_.wait_for(lock, timeout, [&] { return !packets_.empty(); })) {
-            return std::nullopt;
-        }
-        auto p = std::move(packets_.front());
-        packets_.pop_front();
-        return p;
-    }
-    template <class T>
-    T expect(std::chrono::milliseconds timeout = 5s) {
-        auto p = next(timeout);
-        if (!p) {
-            ADD_FAILURE() << "no packet within timeout";
-            return T{};
-        }
-        auto* t = std::get_if<T>(&*p);
-        if (t == nullptr) {
-            ADD_FAILURE() << "unexpected packet " << mqtt::to_string(mqtt::type_of(*p));
-            return T{};
-        }
-        return *t;
-    }
-    bool wait_closed(std::chrono::milliseconds timeout = 5s) {
-        std::unique_lock lock(mutex_);
-        return cv_.wait_for(lock, timeout, [&] { return closed_; });
-    }
-
-  private:
-    std::uint64_t id_;
-    std::string address_ = "127.0.0.1:1";
-    std::mutex mutex_;
-    std::condition_variable cv_;
-    mqtt::decoder decoder_;
-    std::deque<mqtt::packet> packets_;
-    bool closed_ = false;
-    std::atomic<bool> input_ended_{false};
-};
+using testing::fake_channel;
 
 class broker_fixture : public ::testing::Test {
   protected:

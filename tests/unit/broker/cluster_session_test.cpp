@@ -15,6 +15,7 @@
 #include "mqtt/decoder.h"
 #include "routing/subscription_trie.h"
 
+#include "fake_channel.h"
 #include "proto/starling.pb.h"
 #include "support/temp_dir.h"
 #include <gtest/gtest.h>
@@ -31,79 +32,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Records the bytes an actor sends and decodes them as a client would.
-class fake_channel final : public client_channel {
-  public:
-    fake_channel(std::uint64_t id, mqtt::protocol_version v)
-        : id_(id), decoder_(mqtt::decoder_limits{}, mqtt::decoder_role::client) {
-        decoder_.set_protocol_version(v);
-    }
-
-    void send(std::string bytes) override {
-        std::lock_guard lock(mutex_);
-        decoder_.feed(bytes);
-        for (;;) {
-            auto r = decoder_.next();
-            auto* p = std::get_if<mqtt::packet>(&r);
-            if (p == nullptr) {
-                break;
-            }
-            packets_.push_back(std::move(*p));
-        }
-        cv_.notify_all();
-    }
-    void close() override {
-        std::lock_guard lock(mutex_);
-        closed_ = true;
-        cv_.notify_all();
-    }
-    bool writable() const override { return true; }
-    void resume_reading() override {}
-    bool reading_paused() const override { return false; }
-    const std::string& remote_address() const override { return address_; }
-    std::uint64_t id() const override { return id_; }
-
-    std::optional<mqtt::packet> next(std::chrono::milliseconds timeout = 10s) {
-        std::unique_lock lock(mutex_);
-        if (!cv_.wait_for(lock, timeout, [&] { return !packets_.empty(); })) {
-            return std::nullopt;
-        }
-        auto p = std::move(packets_.front());
-        packets_.pop_front();
-        return p;
-    }
-    template <class T>
-    std::optional<T> expect(std::chrono::milliseconds timeout = 10s) {
-        auto p = next(timeout);
-        if (!p) {
-            ADD_FAILURE() << "no packet within timeout";
-            return std::nullopt;
-        }
-        auto* t = std::get_if<T>(&*p);
-        if (t == nullptr) {
-            ADD_FAILURE() << "unexpected packet " << mqtt::to_string(mqtt::type_of(*p));
-            return std::nullopt;
-        }
-        return *t;
-    }
-    bool wait_closed(std::chrono::milliseconds timeout = 10s) {
-        std::unique_lock lock(mutex_);
-        return cv_.wait_for(lock, timeout, [&] { return closed_; });
-    }
-    bool closed() {
-        std::lock_guard lock(mutex_);
-        return closed_;
-    }
-
-  private:
-    std::uint64_t id_;
-    std::string address_ = "127.0.0.1:1";
-    std::mutex mutex_;
-    std::condition_variable cv_;
-    mqtt::decoder decoder_;
-    std::deque<mqtt::packet> packets_;
-    bool closed_ = false;
-};
+using testing::fake_channel;
 
 // Polls `condition` until it holds or the deadline passes (state owned by other threads that
 // offer no notification, such as an actor's connected flag).
@@ -195,7 +124,7 @@ class cluster_fixture : public ::testing::Test {
                                           mqtt::protocol_version v = mqtt::protocol_version::v5,
                                           std::uint32_t session_expiry = 0) {
         auto channel = start_connect(i, client_id, clean_start, v, session_expiry);
-        auto ack = channel->expect<mqtt::connack>();
+        auto ack = channel->expect_opt<mqtt::connack>();
         EXPECT_TRUE(ack.has_value());
         if (ack) {
             EXPECT_EQ(ack->reason_code, mqtt::reason_code::success);
@@ -253,7 +182,7 @@ TEST_F(cluster_fixture, connect_on_another_node_takes_the_session_over) {
     // The persistent session existed and clean start is false: Session Present on node B.
     auto on_b = connect(1, "dev-1", false, true, mqtt::protocol_version::v5, 300);
 
-    auto d = on_a->expect<mqtt::disconnect>();
+    auto d = on_a->expect_opt<mqtt::disconnect>();
     ASSERT_TRUE(d.has_value());
     EXPECT_EQ(d->reason_code, mqtt::reason_code::session_taken_over);
     EXPECT_TRUE(on_a->wait_closed());
@@ -272,7 +201,7 @@ TEST_F(cluster_fixture, connect_on_another_node_takes_the_session_over) {
 TEST_F(cluster_fixture, clean_start_on_another_node_reports_no_session_present) {
     auto on_a = connect(0, "dev-2", false, false, mqtt::protocol_version::v5, 300);
     auto on_b = connect(1, "dev-2", true, false, mqtt::protocol_version::v5, 300);
-    auto d = on_a->expect<mqtt::disconnect>();
+    auto d = on_a->expect_opt<mqtt::disconnect>();
     ASSERT_TRUE(d.has_value());
     EXPECT_EQ(d->reason_code, mqtt::reason_code::session_taken_over);
     ASSERT_TRUE(eventually([&] { return !connected_on(0, "dev-2") && connected_on(1, "dev-2"); }));
@@ -295,7 +224,7 @@ TEST_F(cluster_fixture, offline_persistent_session_moves_with_its_client) {
     s.subscriptions.push_back({"t/dev-4", {.qos = mqtt::qos::at_least_once}});
     auto actor_a = at(0).core().actor_for("dev-4");
     ASSERT_TRUE(actor_a->tell(client_msg::packet{on_a->id(), s}));
-    ASSERT_TRUE(on_a->expect<mqtt::suback>().has_value());
+    ASSERT_TRUE(on_a->expect_opt<mqtt::suback>().has_value());
     EXPECT_EQ(at(0).core().trie().subscription_count(), 1U);
     ASSERT_TRUE(actor_a->tell(client_msg::packet{on_a->id(), mqtt::disconnect{}}));
     ASSERT_TRUE(on_a->wait_closed());
@@ -332,8 +261,8 @@ TEST_F(cluster_fixture, simultaneous_connects_on_two_nodes_leave_one_live_sessio
         auto on_a = start_connect(0, id, true, mqtt::protocol_version::v5);
         auto on_b = start_connect(1, id, true, mqtt::protocol_version::v5);
         // Both are granted, in the handler's order; the one granted first is then taken over.
-        auto ack_a = on_a->expect<mqtt::connack>();
-        auto ack_b = on_b->expect<mqtt::connack>();
+        auto ack_a = on_a->expect_opt<mqtt::connack>();
+        auto ack_b = on_b->expect_opt<mqtt::connack>();
         ASSERT_TRUE(ack_a && ack_b) << "round " << round;
         EXPECT_EQ(ack_a->reason_code, mqtt::reason_code::success);
         EXPECT_EQ(ack_b->reason_code, mqtt::reason_code::success);
@@ -341,7 +270,7 @@ TEST_F(cluster_fixture, simultaneous_connects_on_two_nodes_leave_one_live_sessio
             << "round " << round << ": exactly one connection must be closed";
         const std::size_t winner = on_a->closed() ? 1 : 0;
         auto& loser = winner == 0 ? on_b : on_a;
-        auto d = loser->expect<mqtt::disconnect>();
+        auto d = loser->expect_opt<mqtt::disconnect>();
         ASSERT_TRUE(d.has_value()) << "round " << round;
         EXPECT_EQ(d->reason_code, mqtt::reason_code::session_taken_over);
         ASSERT_TRUE(eventually([&] { return connected_on(winner, id); })) << "round " << round;
@@ -389,8 +318,8 @@ TEST_F(cluster_fixture_short_bound, no_handler_reply_refuses_the_connect_with_se
     const auto start = std::chrono::steady_clock::now();
     auto v5 = start_connect(0, "lonely-5", true, mqtt::protocol_version::v5);
     auto v3 = start_connect(0, "lonely-3", true, mqtt::protocol_version::v3_1_1);
-    auto ack5 = v5->expect<mqtt::connack>(5s);
-    auto ack3 = v3->expect<mqtt::connack>(5s);
+    auto ack5 = v5->expect_opt<mqtt::connack>(5s);
+    auto ack3 = v3->expect_opt<mqtt::connack>(5s);
     const auto elapsed = std::chrono::steady_clock::now() - start;
     ASSERT_TRUE(ack5 && ack3);
     EXPECT_EQ(ack5->reason_code, mqtt::reason_code::server_unavailable);  // 0x88

@@ -42,10 +42,11 @@ bytes inet_block() {
 
 bytes inet6_block() {
     // [2001:db8::1]:443 → [2001:db8::ff00:42:8329]:8883
-    bytes b = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0,    0, 0, 0,    0,    0x01,
-               0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0xff, 0, 0, 0x42, 0x83, 0x29};
-    b.insert(b.end(), {0x01, 0xBB, 0x22, 0xB3});
-    return b;
+    // One initializer list: growing a 32-byte vector in place trips a false -Warray-bounds in
+    // GCC 12 at -O2 (the release build).
+    return {0x20, 0x01, 0x0d, 0xb8, 0,    0,    0,    0,    0,    0,    0,    0,
+            0,    0,    0,    0x01, 0x20, 0x01, 0x0d, 0xb8, 0,    0,    0,    0,
+            0,    0,    0xff, 0,    0,    0x42, 0x83, 0x29, 0x01, 0xBB, 0x22, 0xB3};
 }
 
 bytes tlv(std::uint8_t type, std::size_t length) {

@@ -1,0 +1,92 @@
+#pragma once
+
+// embedded_node: one broker::node on the real embedded adapters (message log, device inbox,
+// SQLite metadata) in a directory the test owns, as starlingd runs it in embedded mode. open()
+// and close() may be called again, which is a graceful restart over the same data.
+//
+// Lifecycle: the caller owns it; close() (also run by the destructor) stops the node, then the
+// adapters. Concurrency: open/close from the test thread only.
+
+#include "adapters/embedded/device_inbox.h"
+#include "adapters/embedded/message_log.h"
+#include "adapters/embedded/shared_counters.h"
+#include "adapters/embedded/sqlite_metadata_store.h"
+#include "broker/node.h"
+#include "metrics/registry.h"
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+
+namespace starling::testing {
+
+class embedded_node {
+  public:
+    embedded_node(std::filesystem::path dir, metrics::registry& metrics)
+        : dir_(std::move(dir)), metrics_(metrics) {}
+    ~embedded_node() { close(); }
+    embedded_node(const embedded_node&) = delete;
+    embedded_node& operator=(const embedded_node&) = delete;
+
+    // Opens the adapters and starts a node with `s`; `before_start` may wire optional services
+    // (quota, shared counters) into the core first.
+    template <class F>
+    void open(const broker::settings& s, F&& before_start) {
+        adapters::embedded::embedded_log_config log_cfg;
+        log_cfg.data_dir = dir_;
+        log_ = std::move(adapters::embedded::embedded_message_log::open(log_cfg).value());
+        adapters::embedded::embedded_device_inbox::options inbox_opts;
+        inbox_opts.data_dir = dir_;
+        inbox_ = std::move(
+            adapters::embedded::embedded_device_inbox::open(inbox_opts, system_clock::instance())
+                .value());
+        adapters::embedded::sqlite_metadata_store::options meta_opts;
+        meta_opts.data_dir = dir_;
+        metadata_ = std::move(
+            adapters::embedded::sqlite_metadata_store::open(meta_opts, system_clock::instance())
+                .value());
+        node_ = std::make_unique<broker::node>(s, *log_, *inbox_, *metadata_, metrics_, 2);
+        node_->core().set_shared_counters(&counters_);
+        before_start(node_->core());
+        node_->start();
+    }
+    void open(const broker::settings& s) {
+        open(s, [](broker::broker_core&) {});
+    }
+
+    void close() {
+        if (node_) {
+            node_->stop(std::chrono::seconds(2));
+            node_.reset();
+        }
+        if (log_) {
+            log_->stop();
+        }
+        if (inbox_) {
+            inbox_->stop();
+        }
+        if (metadata_) {
+            metadata_->stop();
+        }
+        log_.reset();
+        inbox_.reset();
+        metadata_.reset();
+    }
+
+    bool is_open() const { return node_ != nullptr; }
+    broker::node& get() { return *node_; }
+    broker::broker_core& core() { return node_->core(); }
+    adapters::embedded::embedded_device_inbox& inbox() { return *inbox_; }
+    adapters::embedded::embedded_shared_counters& counters() { return counters_; }
+
+  private:
+    std::filesystem::path dir_;
+    metrics::registry& metrics_;
+    std::unique_ptr<adapters::embedded::embedded_message_log> log_;
+    std::unique_ptr<adapters::embedded::embedded_device_inbox> inbox_;
+    std::unique_ptr<adapters::embedded::sqlite_metadata_store> metadata_;
+    adapters::embedded::embedded_shared_counters counters_{system_clock::instance()};
+    std::unique_ptr<broker::node> node_;
+};
+
+}  // namespace starling::testing
