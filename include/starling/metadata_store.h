@@ -11,6 +11,7 @@
 
 #include "base/result.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -59,6 +60,17 @@ struct application_shared_subscription {
     std::string name;
 };
 
+// A row of the unauthorized-client log, written for every refused CONNECT. Its fields come from
+// whoever connected (a client id may be 64 KiB long), so every adapter bounds the log:
+//   - client_id and username are stored cut to unauthorized_max_id_bytes, reason to
+//     unauthorized_max_reason_bytes, each at a UTF-8 character boundary (ids that agree on
+//     their first unauthorized_max_id_bytes share one row);
+//   - at most a configured number of rows are kept, the oldest deleted first;
+//   - rows are written at a bounded rate per IP address and overall; the others are dropped —
+//     record_unauthorized still reports success for them — and counted by the adapter.
+inline constexpr std::size_t unauthorized_max_id_bytes = 256;
+inline constexpr std::size_t unauthorized_max_reason_bytes = 1024;
+
 struct unauthorized_client {
     std::string client_id;
     std::string ip_address;
@@ -104,7 +116,8 @@ class metadata_store {
         std::string topic_filter,
         callback<std::optional<application_shared_subscription>> done) = 0;
 
-    // Failed authentications (kept for operators; expired by TTL).
+    // Failed authentications (kept for operators; expired by TTL; bounded as described at
+    // unauthorized_client). A row dropped by the rate limits still completes with success.
     virtual void record_unauthorized(unauthorized_client entry, done_callback done) = 0;
     virtual void list_unauthorized(std::size_t limit,
                                    callback<std::vector<unauthorized_client>> done) = 0;

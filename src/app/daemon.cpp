@@ -19,6 +19,7 @@
 #include "http/quota_api.h"
 #include "http/server.h"
 #include "metrics/registry.h"
+#include "net/admission.h"
 #include "net/io_pool.h"
 #include "net/proxy_handshake.h"
 #include "net/tcp_listener.h"
@@ -114,7 +115,7 @@ adapters::embedded::fsync_policy to_adapter(config::fsync_policy p) {
 // that listener is disabled); the other listeners only when enabled.
 void write_listeners_file(const std::filesystem::path& data_dir,
                           const std::vector<std::pair<std::string, std::uint16_t>>& mqtt_ports,
-                          std::uint16_t http_port) {
+                          std::uint16_t http_port, std::optional<std::uint16_t> http_api_port) {
     auto tmp = data_dir / "listeners.json.tmp";
     {
         std::ofstream out(tmp, std::ios::trunc);
@@ -130,7 +131,11 @@ void write_listeners_file(const std::filesystem::path& data_dir,
                 out << ", \"mqtt_" << name << "\": " << port;
             }
         }
-        out << ", \"http\": " << http_port << "}\n";
+        out << ", \"http\": " << http_port;
+        if (http_api_port) {
+            out << ", \"http_api\": " << *http_api_port;
+        }
+        out << "}\n";
     }
     std::filesystem::rename(tmp, data_dir / "listeners.json");
 }
@@ -212,10 +217,45 @@ adapters::kafka::kafka_log_config kafka_config(const config::broker_config& c) {
     return out;
 }
 
+// security.mqtt.unauthorized-clients.* -> both metadata adapters' bounds of the log.
+adapters::unauthorized_log_options unauthorized_options_of(const config::broker_config& c) {
+    const auto& u = c.security.mqtt.unauthorized_clients;
+    adapters::unauthorized_log_options o;
+    o.max_rows = u.max_rows;
+    o.rows_per_address = u.rows_per_address_per_minute;
+    o.address_period = std::chrono::seconds(60);
+    o.rows_per_second = u.rows_per_second;
+    return o;
+}
+
 http::component_health health_of(bool healthy) {
     http::component_health h;
     h.status = healthy ? http::health_status::up : http::health_status::down;
     return h;
+}
+
+// The embedded log's health with its reason when DOWN (a write error, or low disk space).
+http::component_health embedded_log_health(const adapters::embedded::embedded_message_log& log) {
+    auto h = health_of(log.healthy());
+    const auto s = log.log_status();
+    if (s.write_error) {
+        h.details["error"] = s.write_error.message();
+    }
+    if (s.disk == adapters::embedded::disk_state::refusing) {
+        h.details["reason"] = "free disk space below queue.embedded.disk.min-free-bytes";
+    }
+    return h;
+}
+
+http::disk_space_reading disk_reading(const adapters::embedded::embedded_log_status& s,
+                                      std::string path) {
+    return {.path = std::move(path),
+            .total_bytes = s.space.total_bytes,
+            .free_bytes = s.space.free_bytes,
+            .threshold_bytes = s.min_free_bytes,
+            .slow_threshold_bytes = s.slow_free_bytes,
+            .refusing = s.disk == adapters::embedded::disk_state::refusing,
+            .slowed = s.disk == adapters::embedded::disk_state::slowed};
 }
 
 }  // namespace
@@ -240,6 +280,7 @@ struct daemon::parts {
     // Shared: the counters' callbacks keep it alive until the counters stopped.
     std::shared_ptr<ratelimit::quota_lease> quota;
     metrics::refresher_handle quota_gauges;
+    metrics::refresher_handle log_gauges;  // embedded log state; reset before the log goes
     // Outlives the security parts: the JWT and HTTP providers hold its executor.
     std::unique_ptr<net::io_pool> io;
     security_parts security;  // outlives the node: its timers may hold the authenticator
@@ -248,6 +289,8 @@ struct daemon::parts {
     std::vector<std::pair<std::string, std::unique_ptr<net::tcp_listener>>> mqtt;
     std::vector<std::shared_ptr<net::tls_context_provider>> tls_contexts;
     std::unique_ptr<http::server> http;
+    std::unique_ptr<http::server> http_api;     // server.api.port set: /api/** served there
+    metrics::refresher_handle listener_gauges;  // listenerConnections, unauthorized drops
 };
 
 daemon::daemon(config::broker_config cfg)
@@ -259,6 +302,19 @@ void daemon::start() {
     auto& p = *parts_;
     const auto& data_dir = cfg_.starling.data_dir;
     std::filesystem::create_directories(data_dir);
+    // Before anything opens files: the soft descriptor limit up to the hard one (the default
+    // 1024 is far below what a broker needs), then a reserve of it kept for the stores.
+    const std::size_t descriptor_limit = net::raise_descriptor_limit();
+    std::size_t fd_reserve = cfg_.listener.fd_reserve;
+    if (fd_reserve > descriptor_limit / 4) {
+        fd_reserve = descriptor_limit / 4;
+        spdlog::warn(
+            "listener.fd_reserve: {} is more than a quarter of the descriptor limit "
+            "({}); keeping {} free instead",
+            cfg_.listener.fd_reserve, descriptor_limit, fd_reserve);
+    }
+    spdlog::info("file descriptors: limit {}, {} kept free for the stores", descriptor_limit,
+                 fd_reserve);
 
     const bool cluster = cfg_.starling.mode == config::run_mode::cluster;
     if (cluster) {
@@ -294,6 +350,10 @@ void daemon::start() {
         log_cfg.fsync = to_adapter(cfg_.queue.embedded.fsync);
         log_cfg.fsync_interval = cfg_.queue.embedded.fsync_interval;
         log_cfg.segment_bytes = cfg_.queue.embedded.segment_bytes;
+        log_cfg.default_retention_bytes = cfg_.queue.embedded.retention_bytes;
+        log_cfg.min_free_bytes = cfg_.queue.embedded.disk_min_free_bytes;
+        log_cfg.slow_free_bytes = cfg_.queue.embedded.disk_slow_free_bytes;
+        log_cfg.slow_write_rate = cfg_.queue.embedded.disk_slow_rate;
         auto log = adapters::embedded::embedded_message_log::open(log_cfg);
         if (!log) {
             throw std::runtime_error("embedded message log in " + log_cfg.data_dir.string() + ": " +
@@ -313,7 +373,23 @@ void daemon::start() {
         open_embedded_stores();
     }
 
-    p.health.add("messageLog", [log = p.log_port] { return health_of(log->healthy()); });
+    if (p.log) {
+        // Embedded: the reason with the status, free space as Spring's diskSpace, and metrics.
+        p.health.add("messageLog", [log = p.log.get()] { return embedded_log_health(*log); });
+        p.health.add("diskSpace", [log = p.log.get(), dir = data_dir.string()] {
+            return http::disk_space_health(disk_reading(log->log_status(), dir));
+        });
+        p.log_gauges = p.metrics.add_refresher([log = p.log.get(), &probe = p.metrics.log()] {
+            const auto s = log->log_status();
+            probe.embedded_status({.disk_state = static_cast<int>(s.disk),
+                                   .free_bytes = s.space.free_bytes,
+                                   .disk_refusals = s.disk_refused_records,
+                                   .write_errors = s.write_errors,
+                                   .quarantined_segments = s.quarantined_segments});
+        });
+    } else {
+        p.health.add("messageLog", [log = p.log_port] { return health_of(log->healthy()); });
+    }
     p.health.add("deviceInbox", [inbox = p.inbox_port] { return health_of(inbox->healthy()); });
     p.health.add("metadataStore",
                  [metadata = p.metadata_port] { return health_of(metadata->healthy()); });
@@ -353,24 +429,57 @@ void daemon::start() {
     }
     p.node->core().set_security(p.security.authenticator.get(), p.security.blocked.get());
 
-    // HTTP and MQTT listeners on the same I/O pool.
+    // HTTP and MQTT listeners on the same I/O pool. With server.api.port the management API
+    // gets a server (and connection slots) of its own; health and metrics stay on server.port.
+    auto& listener_probe = p.metrics.listener();
+    auto http_options = [&](std::string name) {
+        http::server_options o;
+        o.name = name;
+        o.max_connections = cfg_.server.max_connections;
+        o.max_connections_per_address = cfg_.server.max_connections_per_address;
+        o.reserved_health_connections = cfg_.server.health_reserved_connections;
+        o.on_refused = [&listener_probe, name](std::string_view reason) {
+            listener_probe.http_connection_refused(name, reason);
+        };
+        return o;
+    };
     http::router routes;
+    http::router api_routes;
+    auto& api = cfg_.server.api_port ? api_routes : routes;
     http::add_actuator_routes(routes, p.health, p.metrics);
-    http::add_credentials_routes(routes, *p.metadata_port, *p.security.pool,
+    http::add_credentials_routes(api, *p.metadata_port, *p.security.pool,
                                  p.security.authenticator.get(), cfg_.security.admin_token);
-    http::add_drops_routes(routes, p.metrics.broker().drops(), cfg_.security.admin_token);
-    http::add_quota_routes(routes, p.quota, cfg_.security.admin_token);
-    p.http = std::make_unique<http::server>(p.io->context(), std::move(routes));
+    http::add_drops_routes(api, p.metrics.broker().drops(), cfg_.security.admin_token);
+    http::add_quota_routes(api, p.quota, cfg_.security.admin_token);
+    p.http =
+        std::make_unique<http::server>(p.io->context(), std::move(routes), http_options("http"));
     if (auto st = p.http->start(cfg_.server.address, cfg_.server.port); !st) {
         throw std::runtime_error("server.port: cannot listen on " + cfg_.server.address + ":" +
                                  std::to_string(cfg_.server.port) + ": " + st.error().message());
     }
+    if (cfg_.server.api_port) {
+        p.http_api = std::make_unique<http::server>(p.io->context(), std::move(api_routes),
+                                                    http_options("api"));
+        if (auto st = p.http_api->start(cfg_.server.api_address, *cfg_.server.api_port); !st) {
+            throw std::runtime_error(
+                "server.api.port: cannot listen on " + cfg_.server.api_address + ":" +
+                std::to_string(*cfg_.server.api_port) + ": " + st.error().message());
+        }
+        spdlog::info("HTTP API (/api) on {}:{}", cfg_.server.api_address, p.http_api->local_port());
+    }
 
     std::vector<std::pair<std::string, std::uint16_t>> mqtt_ports;
     auto& core = p.node->core();
-    auto& listener_probe = p.metrics.listener();
-    auto handshake_options = [&listener_probe](std::string name) {
+    // Admission (net/admission.h): per-address limits and the descriptor reserve over every
+    // MQTT listener; each listener adds its own cap.
+    auto admission = net::admission_control::create(
+        {.max_connections_per_address = cfg_.listener.max_connections_per_address,
+         .connect_rate_per_address = cfg_.listener.connect_rate_per_address,
+         .max_tracked_addresses = 65536,
+         .descriptor_reserve = fd_reserve});
+    auto handshake_options = [&listener_probe, this](std::string name) {
         net::handshake_options h;
+        h.timeout = cfg_.listener.connect_timeout;  // the listener's deadline from accept rules
         h.on_failure = [&listener_probe, name](std::string_view reason) {
             listener_probe.handshake_failed(name, reason);
         };
@@ -379,9 +488,10 @@ void daemon::start() {
     // One listener: the plain TCP accept path plus the listener's handshake, if any.
     auto open_listener = [&](std::string name, const std::string& bind_address,
                              std::uint16_t bind_port, std::optional<bool> proxy_enabled,
-                             std::chrono::seconds shutdown_timeout,
-                             std::shared_ptr<net::handshaker> handshake) {
-        if (proxy_enabled.value_or(cfg_.listener.proxy_enabled)) {
+                             std::chrono::seconds shutdown_timeout, std::uint32_t max_connections,
+                             bool so_keep_alive, std::shared_ptr<net::handshaker> handshake) {
+        const bool proxied = proxy_enabled.value_or(cfg_.listener.proxy_enabled);
+        if (proxied) {
             // The PROXY header comes first on the wire, before any TLS or HTTP byte.
             handshake = std::make_shared<net::proxy_handshaker>(name, std::move(handshake),
                                                                 handshake_options(name));
@@ -395,6 +505,21 @@ void daemon::start() {
         opts.connection.write_buffer_low_water_mark = cfg_.listener.write_buffer_low_water_mark;
         opts.connection.close_timeout = shutdown_timeout;
         opts.handshake = std::move(handshake);
+        opts.name = name;
+        opts.admission = admission;
+        opts.max_connections = max_connections;
+        opts.address_from_proxy_header = proxied;
+        opts.connect_timeout = cfg_.listener.connect_timeout;
+        opts.keepalive = {.enabled = so_keep_alive,
+                          .idle = cfg_.listener.so_keep_alive_idle,
+                          .interval = cfg_.listener.so_keep_alive_interval,
+                          .count = static_cast<int>(cfg_.listener.so_keep_alive_count)};
+        opts.on_refused = [&listener_probe, name](net::refusal why) {
+            listener_probe.connection_refused(name, net::to_string(why));
+        };
+        opts.on_connect_timeout = [&listener_probe, name] {
+            listener_probe.connect_timed_out(name);
+        };
         auto listener = std::make_unique<net::tcp_listener>(*p.io, opts);
         auto st = listener->start([&core](std::shared_ptr<net::connection> conn) {
             auto handler = std::make_shared<broker::mqtt_connection>(core, conn);
@@ -436,28 +561,46 @@ void daemon::start() {
     const auto& l = cfg_.listener;
     if (l.tcp.enabled) {
         open_listener("tcp", l.tcp.bind_address, l.tcp.bind_port, l.tcp.proxy_enabled,
-                      l.tcp.netty.shutdown_timeout, nullptr);
+                      l.tcp.netty.shutdown_timeout, l.tcp.max_connections,
+                      l.tcp.netty.so_keep_alive, nullptr);
     }
     if (l.ssl.enabled) {
         open_listener("ssl", l.ssl.bind_address, l.ssl.bind_port, l.ssl.proxy_enabled,
-                      l.ssl.netty.shutdown_timeout,
+                      l.ssl.netty.shutdown_timeout, l.ssl.max_connections,
+                      l.ssl.netty.so_keep_alive,
                       std::make_shared<net::tls_handshaker>(tls_contexts("ssl", l.ssl.config),
                                                             handshake_options("ssl")));
     }
     if (l.ws.enabled) {
         open_listener("ws", l.ws.bind_address, l.ws.bind_port, l.ws.proxy_enabled,
-                      l.ws.netty.shutdown_timeout,
+                      l.ws.netty.shutdown_timeout, l.ws.max_connections, l.ws.netty.so_keep_alive,
                       std::make_shared<net::ws_handshaker>(ws_options_of("ws", l.ws.netty)));
     }
     if (l.wss.enabled) {
         open_listener("wss", l.wss.bind_address, l.wss.bind_port, l.wss.proxy_enabled,
-                      l.wss.netty.shutdown_timeout,
+                      l.wss.netty.shutdown_timeout, l.wss.max_connections,
+                      l.wss.netty.so_keep_alive,
                       std::make_shared<net::ws_handshaker>(ws_options_of("wss", l.wss.netty),
                                                            tls_contexts("wss", l.wss.config)));
     }
+    // Gauges from live state at each scrape: sockets per listener, and the unauthorized-client
+    // rows the metadata store dropped (its own running count).
+    p.listener_gauges = p.metrics.add_refresher([&p] {
+        for (const auto& [name, listener] : p.mqtt) {
+            p.metrics.listener().connections(name, listener->current_connections());
+        }
+        if (p.metadata) {
+            p.metrics.auth().unauthorized_rows_dropped(p.metadata->unauthorized_dropped());
+        }
+        if (p.postgres_metadata) {
+            p.metrics.auth().unauthorized_rows_dropped(p.postgres_metadata->unauthorized_dropped());
+        }
+    });
     spdlog::info("HTTP on {}:{}", cfg_.server.address, p.http->local_port());
     p.health.set_lifecycle(http::lifecycle::running);
-    write_listeners_file(data_dir, mqtt_ports, p.http->local_port());
+    write_listeners_file(
+        data_dir, mqtt_ports, p.http->local_port(),
+        p.http_api ? std::optional<std::uint16_t>(p.http_api->local_port()) : std::nullopt);
 }
 
 void daemon::stop() {
@@ -490,6 +633,9 @@ void daemon::stop() {
     }
     if (p.http) {
         p.http->stop();
+    }
+    if (p.http_api) {
+        p.http_api->stop();
     }
     if (p.io) {
         p.io->stop();
@@ -524,6 +670,11 @@ void daemon::open_embedded_stores() {
     inbox_opts.settings.max_messages = cfg_.mqtt.persistent_session.device.persisted_messages.limit;
     inbox_opts.settings.default_ttl_ms =
         cfg_.mqtt.persistent_session.device.persisted_messages.ttl.count() * 1000;
+    // fsync: always means power-loss safety for every embedded store, not only the log: the
+    // msg.persisted offset is committed (and fsynced) right after the inbox append, so an inbox
+    // commit that is not synced too could be lost while its offset survives.
+    const bool fsync_always = cfg_.queue.embedded.fsync == config::fsync_policy::always;
+    inbox_opts.fsync_commits = fsync_always;
     auto inbox =
         adapters::embedded::embedded_device_inbox::open(inbox_opts, system_clock::instance());
     if (!inbox) {
@@ -534,6 +685,8 @@ void daemon::open_embedded_stores() {
 
     adapters::embedded::sqlite_metadata_store::options meta_opts;
     meta_opts.data_dir = data_dir;
+    meta_opts.unauthorized = unauthorized_options_of(cfg_);
+    meta_opts.fsync_commits = fsync_always;
     auto metadata =
         adapters::embedded::sqlite_metadata_store::open(meta_opts, system_clock::instance());
     if (!metadata) {
@@ -594,8 +747,10 @@ void daemon::open_cluster_stores() {
     }
     p.counters = std::move(counters.value());
 
-    auto metadata = adapters::postgres::open_postgres_metadata_store(cfg_.spring.datasource,
-                                                                     system_clock::instance());
+    adapters::postgres::postgres_metadata_store::tuning metadata_tuning;
+    metadata_tuning.unauthorized = unauthorized_options_of(cfg_);
+    auto metadata = adapters::postgres::postgres_metadata_store::open(
+        cfg_.spring.datasource, system_clock::instance(), metadata_tuning);
     if (!metadata) {
         throw std::runtime_error("spring.datasource.url: cannot use PostgreSQL: " +
                                  metadata.error().message());

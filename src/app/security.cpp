@@ -199,6 +199,7 @@ auth::jwt_provider_options jwt_options(const config::jwt_auth_section& c) {
     o.auth_rules.subscribe = c.auth_rules.sub;
     o.pub_auth_rule_claim = c.pub_auth_rule_claim;
     o.sub_auth_rule_claim = c.sub_auth_rule_claim;
+    o.allow_tokens_without_exp = c.allow_tokens_without_exp;
     return o;
 }
 
@@ -258,8 +259,10 @@ security_parts build_security(const config::broker_config& cfg, metadata_store& 
     }
     upsert_credentials(cfg, metadata);
     parts.blocked = make_blocked(cfg);
+    // A verification still queued after half the provider timeout is shed (answered "busy",
+    // not a provider failure) while the CONNECT can still be told so, rather than timing out.
     parts.pool = std::make_unique<auth::worker_pool>("auth-verify", sec.basic.verify_threads,
-                                                     verify_queue_limit);
+                                                     verify_queue_limit, sec.provider_timeout / 2);
     std::vector<std::unique_ptr<auth::auth_provider>> providers;
     std::vector<std::string> names;
     for (const auto& name : sec.auth_providers) {
@@ -305,7 +308,8 @@ security_parts build_security(const config::broker_config& cfg, metadata_store& 
                                         .provider_timeout = sec.provider_timeout,
                                         .cache_ttl = sec.auth_cache_ttl,
                                         .breaker_threshold = sec.circuit_breaker.failure_threshold,
-                                        .breaker_cooldown = sec.circuit_breaker.cool_down};
+                                        .breaker_cooldown = sec.circuit_breaker.cool_down,
+                                        .failed_attempts_per_address = sec.failed_auth_per_address};
     parts.authenticator = std::make_unique<auth::authenticator>(
         options, std::move(providers), timers, probe, system_clock::instance());
     return parts;

@@ -1,10 +1,46 @@
 #include "auth/authenticator.h"
 
 #include "auth/password.h"
+#include "ratelimit/token_bucket.h"
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <limits>
+#include <list>
+
 namespace starling::auth {
+
+namespace {
+
+// "ip:port" or "[v6]:port" → the host (failed attempts are counted per host).
+std::string host_of(std::string_view address) {
+    if (address.starts_with('[')) {
+        const auto close = address.find(']');
+        return std::string(
+            address.substr(1, close == std::string_view::npos ? address.npos : close - 1));
+    }
+    const auto colon = address.rfind(':');
+    if (colon != std::string_view::npos && address.find(':') == colon) {
+        return std::string(address.substr(0, colon));
+    }
+    return std::string(address);
+}
+
+}  // namespace
+
+// Failed attempts per source host: a token bucket each (one token per failure), in a list by
+// last failure so the table stays bounded (the least recently failing host is forgotten). A
+// bucket that refilled completely is dropped: it is the same as no entry.
+struct authenticator::failure_table {
+    struct entry {
+        ratelimit::token_bucket bucket;
+        std::list<std::string>::iterator position;
+    };
+    std::unordered_map<std::string, entry> entries;
+    std::list<std::string> order;  // least recently failing first
+    std::int64_t full = 0;         // tokens of a full bucket (the smallest window's capacity)
+};
 
 // One provider and its circuit breaker.
 struct authenticator::provider_slot {
@@ -25,13 +61,23 @@ struct authenticator::chain {
     std::size_t next = 0;
     std::optional<std::string> failure;  // the first provider failure, for the final refusal
     std::string failed_provider;
+    bool shed = false;    // a provider shed the request (its queue was full or too slow)
+    std::string address;  // the source host, for the failed-attempts limit
 };
 
 authenticator::authenticator(authenticator_options options,
                              std::vector<std::unique_ptr<auth_provider>> providers,
                              actor::timer_service& timers, metrics::auth_probe& probe,
                              const starling::clock& clock)
-    : options_(options), timers_(timers), probe_(probe), clock_(clock) {
+    : options_(options),
+      timers_(timers),
+      probe_(probe),
+      clock_(clock),
+      failures_(std::make_unique<failure_table>()) {
+    failures_->full = std::numeric_limits<std::int64_t>::max();
+    for (const auto& window : options_.failed_attempts_per_address) {
+        failures_->full = std::min(failures_->full, window.capacity);
+    }
     for (auto& p : providers) {
         auto slot = std::make_unique<provider_slot>();
         slot->provider = std::move(p);
@@ -52,6 +98,20 @@ void authenticator::authenticate(auth_request request, std::function<void(auth_d
         probe_.cache_hit();
         finish(c, std::move(cached));
         return;
+    }
+    if (!options_.failed_attempts_per_address.empty()) {
+        c->address = host_of(c->request.remote_address);
+        bool suspect = false;
+        if (!may_try(c->address, suspect)) {
+            finish(c, auth_decision{.result = auth_result{.outcome = verdict::deny,
+                                                          .reason = "too many failed "
+                                                                    "authentications from " +
+                                                                    c->address + ", retry later",
+                                                          .bad_credentials = false},
+                                    .throttled = true});
+            return;
+        }
+        c->request.suspect = suspect;
     }
     step(c);
 }
@@ -111,6 +171,15 @@ void authenticator::step(const std::shared_ptr<chain>& c) {
                                 .provider = c->failed_provider});
         return;
     }
+    if (c->shed) {
+        // Overloaded, not broken: fail closed (no anonymous fallback), but as Server busy.
+        finish(c, auth_decision{.result = auth_result{.outcome = verdict::deny,
+                                                      .reason = "authentication overloaded, "
+                                                                "retry later",
+                                                      .bad_credentials = false,
+                                                      .shed = true}});
+        return;
+    }
     if (options_.allow_anonymous) {
         finish(c, auth_decision{.result = auth_result{.outcome = verdict::allow,
                                                       .rules = topic_rules::everything(),
@@ -129,6 +198,18 @@ void authenticator::step(const std::shared_ptr<chain>& c) {
 void authenticator::on_answer(const std::shared_ptr<chain>& c, provider_slot& slot, auth_result r,
                               bool timed_out) {
     const std::string name(slot.provider->name());
+    if (r.shed && !timed_out) {
+        // Load shedding says nothing about the provider's health: the breaker neither counts
+        // it nor resets (a trial that was shed settles nothing; the next call tries again).
+        {
+            std::lock_guard lock(slot.mutex);
+            slot.trial_in_flight = false;
+        }
+        probe_.provider_shed(name);
+        c->shed = true;
+        step(c);
+        return;
+    }
     {
         std::lock_guard lock(slot.mutex);
         slot.trial_in_flight = false;
@@ -174,10 +255,15 @@ void authenticator::finish(const std::shared_ptr<chain>& c, auth_decision d) {
     if (d.result.outcome == verdict::allow) {
         probe_.auth_succeeded(d.provider.empty() ? "anonymous" : d.provider);
     } else {
-        const auto* reason = d.result.failed            ? "provider_failure"
+        const auto* reason = d.throttled                ? "throttled"
+                             : d.result.shed            ? "shed"
+                             : d.result.failed          ? "provider_failure"
                              : d.result.bad_credentials ? "bad_credentials"
                                                         : "not_authorized";
         probe_.auth_failed(d.provider.empty() ? "none" : d.provider, reason);
+        if (!d.throttled && !d.result.shed && !d.result.failed && !c->address.empty()) {
+            record_failure(c->address);  // a real refusal: one failed attempt for the address
+        }
     }
     auto done = std::move(c->done);
     done(std::move(d));
@@ -218,7 +304,12 @@ bool authenticator::lookup_cache(const std::string& key, auth_decision& out) {
 }
 
 void authenticator::store_cache(const std::string& key, const auth_decision& d) {
-    if (options_.cache_ttl.count() <= 0) {
+    auto ttl = options_.cache_ttl;
+    if (d.result.valid_for) {
+        // The provider bounds its verdict (a JWT's exp): a cached allow never outlives it.
+        ttl = std::min(ttl, *d.result.valid_for);
+    }
+    if (ttl.count() <= 0) {
         return;
     }
     const auto now = clock_.steady_now();
@@ -229,7 +320,54 @@ void authenticator::store_cache(const std::string& key, const auth_decision& d) 
             cache_.clear();  // bounded: a flood of distinct credentials must not grow memory
         }
     }
-    cache_[key] = cache_entry{d, now + options_.cache_ttl};
+    cache_[key] = cache_entry{d, now + ttl};
+}
+
+bool authenticator::may_try(const std::string& address, bool& suspect) {
+    const auto now = clock_.steady_now();
+    std::lock_guard lock(failures_mutex_);
+    auto& table = *failures_;
+    auto it = table.entries.find(address);
+    if (it == table.entries.end()) {
+        suspect = false;
+        return true;
+    }
+    const auto available = it->second.bucket.available(now);
+    if (available >= table.full) {
+        table.order.erase(it->second.position);  // refilled: the same as never having failed
+        table.entries.erase(it);
+        suspect = false;
+        return true;
+    }
+    suspect = true;
+    return available > 0;
+}
+
+void authenticator::record_failure(const std::string& address) {
+    const auto now = clock_.steady_now();
+    std::lock_guard lock(failures_mutex_);
+    auto& table = *failures_;
+    auto it = table.entries.find(address);
+    if (it == table.entries.end()) {
+        table.order.push_back(address);
+        it = table.entries
+                 .emplace(address,
+                          failure_table::entry{
+                              ratelimit::token_bucket(options_.failed_attempts_per_address, now),
+                              std::prev(table.order.end())})
+                 .first;
+        while (table.entries.size() > options_.max_tracked_addresses) {
+            table.entries.erase(table.order.front());
+            table.order.pop_front();
+        }
+        it = table.entries.find(address);
+        if (it == table.entries.end()) {
+            return;  // max_tracked_addresses 0: nothing is remembered
+        }
+    } else {
+        table.order.splice(table.order.end(), table.order, it->second.position);
+    }
+    (void)it->second.bucket.try_acquire(now);
 }
 
 void authenticator::clear_cache() {

@@ -27,7 +27,9 @@ void basic_provider::authenticate(const auth_request& request,
         done(auth_result{.outcome = verdict::not_applicable, .reason = "no basic credentials id"});
         return;
     }
-    store_.find_credentials(ids, [this, ids, password = request.password, done = std::move(done)](
+    const auto lane = request.suspect ? worker_pool::lane::low : worker_pool::lane::normal;
+    store_.find_credentials(ids, [this, ids, password = request.password, lane,
+                                  done = std::move(done)](
                                      result<std::vector<client_credentials>> rows) mutable {
         if (!rows) {
             done(auth_result{.outcome = verdict::deny,
@@ -57,12 +59,45 @@ void basic_provider::authenticate(const auth_request& request,
                              .reason = "no MQTT_BASIC credentials"});
             return;
         }
-        verify(std::move(candidates), std::move(password), std::move(done));
+        verify(std::move(candidates), std::move(password), lane, std::move(done));
     });
 }
 
+std::optional<auth_result> basic_provider::decided_without_bcrypt(
+    const std::vector<candidate>& candidates, const std::optional<std::string>& password) {
+    const std::string offered_sha = password ? sha256_hex(*password) : std::string("-");
+    for (const auto& c : candidates) {
+        bool ok = false;
+        if (!c.credentials.password_hash) {
+            ok = true;
+        } else if (password) {
+            ok = verified_recently(*c.credentials.password_hash + '\n' + offered_sha);
+            if (!ok) {
+                return std::nullopt;  // this candidate needs bcrypt, and it comes first
+            }
+        }
+        if (ok) {
+            return auth_result{.outcome = verdict::allow,
+                               .type = c.type,
+                               .rules = c.credentials.rules,
+                               .reason = "credentials " + c.credentials_id};
+        }
+    }
+    if (!password) {
+        return auth_result{
+            .outcome = verdict::deny, .reason = "password required", .bad_credentials = true};
+    }
+    return std::nullopt;
+}
+
 void basic_provider::verify(std::vector<candidate> candidates, std::optional<std::string> password,
-                            std::function<void(auth_result)> done) {
+                            worker_pool::lane lane, std::function<void(auth_result)> done) {
+    // A password verified within the last minute (or credentials without one) need no bcrypt:
+    // answered here, never queued behind a flood of verifications.
+    if (auto decided = decided_without_bcrypt(candidates, password)) {
+        done(std::move(*decided));
+        return;
+    }
     auto job = [this, candidates = std::move(candidates), password = std::move(password),
                 done]() mutable {
         const std::string offered_sha = password ? sha256_hex(*password) : std::string("-");
@@ -90,11 +125,19 @@ void basic_provider::verify(std::vector<candidate> candidates, std::optional<std
                          .reason = password ? "wrong password" : "password required",
                          .bad_credentials = true});
     };
-    if (!pool_.submit(std::move(job))) {
+    // Waited too long behind other verifications, or no room to wait: load shedding, not a
+    // failure of the credentials store (auth_result::shed).
+    auto expired = [done] {
+        done(auth_result{.outcome = verdict::deny,
+                         .reason = "auth worker queue timeout",
+                         .bad_credentials = false,
+                         .shed = true});
+    };
+    if (!pool_.submit(std::move(job), std::move(expired), lane)) {
         done(auth_result{.outcome = verdict::deny,
                          .reason = "auth worker pool busy",
                          .bad_credentials = false,
-                         .failed = true});
+                         .shed = true});
     }
 }
 

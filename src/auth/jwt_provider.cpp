@@ -248,6 +248,10 @@ struct jwt_provider::core {
         if (bad_date) {
             return make_deny("JWT: exp or nbf is not a number");
         }
+        if (!exp && !options.allow_tokens_without_exp) {
+            // A token without exp would be valid forever: one leak is a permanent key.
+            return make_deny("JWT: token has no exp claim");
+        }
         if (exp && now > *exp + skew) {
             return make_deny("JWT: token expired");
         }
@@ -269,16 +273,35 @@ struct jwt_provider::core {
         if (!error.empty()) {
             return make_deny("JWT: " + error, false);
         }
-        if (!publish && !subscribe) {
-            return make_allow(type, default_rules);
+        auto result = [&] {
+            if (!publish && !subscribe) {
+                return make_allow(type, default_rules);
+            }
+            std::string bad;
+            auto rules =
+                compile_topic_rules(publish.value_or(options.auth_rules.publish),
+                                    subscribe.value_or(options.auth_rules.subscribe), &bad);
+            if (!rules) {
+                return make_deny("JWT: invalid rule pattern '" + bad + "' in the token", false);
+            }
+            return make_allow(type, std::move(*rules));
+        }();
+        if (result.outcome == verdict::allow && exp) {
+            // The authenticator caches an allow no longer than this: never past the token's exp.
+            result.valid_for = valid_until(*exp, now);
         }
-        std::string bad;
-        auto rules = compile_topic_rules(publish.value_or(options.auth_rules.publish),
-                                         subscribe.value_or(options.auth_rules.subscribe), &bad);
-        if (!rules) {
-            return make_deny("JWT: invalid rule pattern '" + bad + "' in the token", false);
+        return result;
+    }
+
+    // Whole milliseconds from `now` to `exp` (seconds since the epoch), 0 when already past.
+    static std::chrono::milliseconds valid_until(double exp, double now) {
+        const double left_ms = std::floor((exp - now) * 1000.0);
+        if (!(left_ms > 0.0)) {
+            return std::chrono::milliseconds(0);
         }
-        return make_allow(type, std::move(*rules));
+        // A far-future exp (or a huge number) is capped; the cache's own TTL is far smaller.
+        constexpr double cap_ms = 1e15;
+        return std::chrono::milliseconds(static_cast<std::int64_t>(std::min(left_ms, cap_ms)));
     }
 };
 
@@ -291,6 +314,11 @@ std::optional<std::string> jwt_provider_options::validation_error() const {
         if (secret.size() < min_hmac_secret_bytes) {
             return "jwtVerifierConfiguration.jwtSignAlgorithmConfiguration.secret: must be at "
                    "least 32 bytes";
+        }
+        if (secret == jwt_example_secret) {
+            return "jwtVerifierConfiguration.jwtSignAlgorithmConfiguration.secret: is the "
+                   "published example secret, which anyone can sign tokens with; set your own "
+                   "(at least 32 random bytes)";
         }
     } else {
         std::string why;

@@ -6,17 +6,19 @@
 // Checks, in order: the token is three base64url parts; its `alg` fits the configured key
 // (HMAC secret → HS256/384/512; RSA PEM or JWK → RS256/384/512; EC → the ES algorithm of its
 // curve — so a public key is never used as an HMAC secret and `none` is never accepted); the
-// signature (OpenSSL EVP, key parsed once); `exp` and `nbf` with `clock_skew` leeway; every
-// `authClaims` entry (claim → required value, `${clientId}` / `${username}` replaced from CONNECT).
-// The client type is the opposite of `defaultClientType` when every `clientTypeClaims` entry
-// matches (as in TBMQ), else the default. Topic rules come from the token when `pubAuthRuleClaim` /
-// `subAuthRuleClaim` name a claim it carries (a list of regexes, or one string), else from
-// `authRules`, per side.
+// signature (OpenSSL EVP, key parsed once); `exp` (required unless `allow_tokens_without_exp`)
+// and `nbf` with `clock_skew` leeway; every `authClaims` entry (claim → required value,
+// `${clientId}` / `${username}` replaced from CONNECT). The client type is the opposite of
+// `defaultClientType` when every `clientTypeClaims` entry matches (as in TBMQ), else the default.
+// Topic rules come from the token when `pubAuthRuleClaim` / `subAuthRuleClaim` name a claim it
+// carries (a list of regexes, or one string), else from `authRules`, per side.
 //
 // Outcomes: no password → not_applicable; malformed token, wrong algorithm, bad signature,
-// expired or not yet valid → deny, bad credentials; a claim mismatch or an invalid rule regex
-// in the token → deny, not authorized; JWKS endpoint unreachable with no key known → deny with
-// the `unavailable_prefix` reason (provider_support.h).
+// no `exp` (by default), expired or not yet valid → deny, bad credentials; a claim mismatch or an
+// invalid rule regex in the token → deny, not authorized; JWKS endpoint unreachable with no key
+// known → deny with the `unavailable_prefix` reason (provider_support.h). An allow carries
+// `valid_for` = the time left until the token's `exp`, so the authenticator's cache never outlives
+// the token.
 //
 // Lifecycle: construct with valid options (the constructor throws std::invalid_argument naming
 // the offending key: start-up only), start() (JWKS: first fetch and the refresh timer),
@@ -53,6 +55,10 @@ namespace starling::auth {
 enum class jwt_verifier_type { algorithm_based, jwks };  // ALGORITHM_BASED, JWKS
 enum class jwt_sign_algorithm { hmac_based, pem_key };   // HMAC_BASED, PEM_KEY
 
+// The HMAC secret TBMQ (and Starling's config/starling.yml before) shipped as its example. Anyone
+// can sign tokens with it, so validation_error() refuses it.
+inline constexpr std::string_view jwt_example_secret = "please-change-this-32-char-jwt-secret";
+
 // Field by field with the TBMQ name of the JWT provider configuration.
 struct jwt_provider_options {
     client_type default_client_type = client_type::device;  // defaultClientType
@@ -60,8 +66,9 @@ struct jwt_provider_options {
     // ^ jwtVerifierConfiguration.jwtVerifierType
     jwt_sign_algorithm algorithm = jwt_sign_algorithm::hmac_based;
     // ^ jwtVerifierConfiguration.jwtSignAlgorithmConfiguration.algorithm (ALGORITHM_BASED)
-    std::string secret = "please-change-this-32-char-jwt-secret";
-    // ^ ...jwtSignAlgorithmConfiguration.secret (HMAC_BASED): at least 32 bytes
+    std::string secret;
+    // ^ ...jwtSignAlgorithmConfiguration.secret (HMAC_BASED): at least 32 bytes, not the
+    //   example secret
     std::string public_pem_key;
     // ^ ...jwtSignAlgorithmConfiguration.publicPemKey (PEM_KEY): RSA (≥ 2048 bits) or EC
     jwks_options jwks;  // jwtVerifierConfiguration endpoint, headers, refreshInterval (JWKS)
@@ -71,6 +78,9 @@ struct jwt_provider_options {
     std::string pub_auth_rule_claim;                        // pubAuthRuleClaim (empty: none)
     std::string sub_auth_rule_claim;                        // subAuthRuleClaim (empty: none)
     std::chrono::seconds clock_skew{5};  // Starling addition: leeway on exp and nbf
+    // Starling addition: accept a token without `exp` (it would never expire). Off: such a
+    // token is denied.
+    bool allow_tokens_without_exp = false;
 
     // The first invalid field as "<tbmqKey>: <reason>", or nullopt when valid.
     std::optional<std::string> validation_error() const;

@@ -11,6 +11,7 @@
 #include "auth/pattern.h"
 #include "starling/metadata_store.h"
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -37,6 +38,10 @@ struct auth_request {
     std::string remote_address;           // "ip:port", after any PROXY protocol header
     bool tls = false;
     std::optional<peer_certificate> certificate;
+    // Set by the authenticator: this source address failed authentication recently. Providers
+    // queue its expensive work (bcrypt) behind everyone else's (worker_pool's low lane), so a
+    // wrong-password flood cannot delay other clients' verifications.
+    bool suspect = false;
 };
 
 // Per-credential topic rules (TBMQ's authRules: pubAuthRulePatterns / subAuthRulePatterns).
@@ -66,6 +71,16 @@ struct auth_result {
     // toward the provider's circuit breaker and asks the next provider; when nobody decides,
     // the CONNECT is refused even if anonymous access is allowed (fail closed).
     bool failed = false;
+    // Load shedding: the provider did not run because its bounded work queue was full or the
+    // request waited there past the queue timeout. Not a provider failure — it never counts
+    // toward the circuit breaker, which would otherwise lock every client out because of a
+    // flood — but it still fails closed: unless another provider decides, the CONNECT is refused
+    // with Server busy (v5 0x89, v3 0x03) and no anonymous fallback.
+    bool shed = false;
+    // allow only: how much longer the verdict holds (the JWT provider: until the token's exp).
+    // The authenticator caches it no longer than this (0 = not at all); nullopt = no limit of
+    // the provider's own.
+    std::optional<std::chrono::milliseconds> valid_for;
 };
 
 class auth_provider {

@@ -172,10 +172,11 @@ void x509_provider::authenticate(const auth_request& request,
         lookup(std::move(verified.cns), std::move(done));
     };
     if (!pool_.submit(std::move(job))) {
+        // Load shedding, not a provider failure (auth_result::shed).
         done(auth_result{.outcome = verdict::deny,
                          .reason = "auth worker pool busy",
                          .bad_credentials = false,
-                         .failed = true});
+                         .shed = true});
     }
 }
 

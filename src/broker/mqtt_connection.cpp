@@ -102,6 +102,8 @@ void mqtt_connection::on_bytes(std::span<const std::uint8_t> bytes) {
                 transport_->close();
                 return;
             }
+            // A complete CONNECT: the listener's connect deadline (measured from accept) is met.
+            transport_->connect_completed();
             handle_connect(std::move(*connect));
             if (refused_) {
                 return;
@@ -210,8 +212,12 @@ void mqtt_connection::on_authenticated(pending_connect&& pc, auth::auth_decision
             }
             phase_.store(phase::refused, std::memory_order_release);
         }
-        const auto code = d.result.bad_credentials ? mqtt::reason_code::bad_user_name_or_password
-                                                   : mqtt::reason_code::not_authorized;
+        // Throttled (too many failed attempts from this address) and shed (authentication
+        // overloaded) tell the client to come back later; v3 has only 0x03 for both.
+        const auto code = d.throttled                ? mqtt::reason_code::connection_rate_exceeded
+                          : d.result.shed            ? mqtt::reason_code::server_busy
+                          : d.result.bad_credentials ? mqtt::reason_code::bad_user_name_or_password
+                                                     : mqtt::reason_code::not_authorized;
         auto reason = d.provider.empty() ? d.result.reason : d.provider + ": " + d.result.reason;
         refuse_unauthorized(pc.packet, code, std::move(reason));
         return;

@@ -19,6 +19,10 @@
 // on deny the client gets CONNACK 0x86/0x87 (v3: 0x04/0x05), the refusal is logged and written
 // to the metadata store's unauthorized-client log.
 //
+// Connect deadline: the listener closes a connection that has not delivered a complete CONNECT
+// within listener.connect_timeout_ms of its accept (net::connection, errc::connect_timeout); the
+// first decoded CONNECT calls connect_completed(). A partial CONNECT does not count.
+//
 // Lifecycle: created by the listener's accept handler, owned by the transport connection
 // (shared_ptr) and by the actor while attached. Concurrency: on_* callbacks come from the
 // connection's I/O strand; client_channel methods from the actor's thread.

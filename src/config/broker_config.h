@@ -69,6 +69,12 @@ struct service_section {
 struct server_section {
     std::string address;   // IPv4 or IPv6 literal
     std::uint16_t port{};  // 0 = any free port
+    // server.api.*: a listener of its own for /api/**; unset port = /api on `port`.
+    std::string api_address;  // resolved: never empty (defaults to `address`)
+    std::optional<std::uint16_t> api_port;
+    std::uint32_t max_connections{};              // per HTTP server
+    std::uint32_t max_connections_per_address{};  // 0 = unlimited
+    std::uint32_t health_reserved_connections{};  // health-only slots beyond max_connections
 
     friend bool operator==(const server_section&, const server_section&) = default;
 };
@@ -76,6 +82,7 @@ struct server_section {
 struct netty_section {
     std::uint32_t max_payload_size{};  // bytes: the largest MQTT packet accepted
     std::chrono::seconds shutdown_timeout{};
+    bool so_keep_alive{};  // TCP keep-alive on accepted sockets
 
     friend bool operator==(const netty_section&, const netty_section&) = default;
 };
@@ -85,6 +92,7 @@ struct ws_netty_section {
     std::uint32_t max_payload_size{};  // bytes: the largest MQTT packet / WebSocket message
     std::chrono::seconds shutdown_timeout{};
     std::string sub_protocols;  // comma-separated, e.g. "mqttv3.1,mqtt"; never empty
+    bool so_keep_alive{};       // TCP keep-alive on accepted sockets
 
     friend bool operator==(const ws_netty_section&, const ws_netty_section&) = default;
 };
@@ -124,6 +132,7 @@ struct tcp_listener_section {
     std::uint16_t bind_port{};  // 0 = any free port
     // Overrides listener.proxy_enabled for this listener; unset = inherit.
     std::optional<bool> proxy_enabled;
+    std::uint32_t max_connections{};  // sockets held at once (handshaking or connected)
     netty_section netty;
 
     friend bool operator==(const tcp_listener_section&, const tcp_listener_section&) = default;
@@ -134,6 +143,7 @@ struct ssl_listener_section {
     std::string bind_address;
     std::uint16_t bind_port{};
     std::optional<bool> proxy_enabled;
+    std::uint32_t max_connections{};
     netty_section netty;
     tls_config_section config;
 
@@ -145,6 +155,7 @@ struct ws_listener_section {
     std::string bind_address;
     std::uint16_t bind_port{};
     std::optional<bool> proxy_enabled;
+    std::uint32_t max_connections{};
     ws_netty_section netty;
 
     friend bool operator==(const ws_listener_section&, const ws_listener_section&) = default;
@@ -155,6 +166,7 @@ struct wss_listener_section {
     std::string bind_address;
     std::uint16_t bind_port{};
     std::optional<bool> proxy_enabled;
+    std::uint32_t max_connections{};
     ws_netty_section netty;
     tls_config_section config;
 
@@ -167,6 +179,14 @@ struct listener_section {
     std::uint64_t so_receive_buffer{};             // bytes, 0 = OS default
     std::uint32_t io_threads{};                    // resolved: >= 1
     bool proxy_enabled{};  // PROXY protocol v1/v2 on every listener unless overridden
+    // Hostile-client limits (src/net/admission.h): from accept to a complete CONNECT.
+    std::chrono::milliseconds connect_timeout{};
+    std::uint32_t max_connections_per_address{};      // over every listener; 0 = unlimited
+    std::vector<bandwidth> connect_rate_per_address;  // empty = unlimited
+    std::uint32_t fd_reserve{};                       // descriptors kept free; 0 = none
+    std::chrono::seconds so_keep_alive_idle{};        // TCP_KEEPIDLE
+    std::chrono::seconds so_keep_alive_interval{};    // TCP_KEEPINTVL
+    std::uint32_t so_keep_alive_count{};              // TCP_KEEPCNT
     tcp_listener_section tcp;
     ssl_listener_section ssl;
     ws_listener_section ws;
@@ -262,6 +282,10 @@ struct embedded_queue_section {
     fsync_policy fsync{};
     std::chrono::milliseconds fsync_interval{};
     std::uint64_t segment_bytes{};
+    std::int64_t retention_bytes{};        // per partition, topics without a bound; -1 = none
+    std::uint64_t disk_min_free_bytes{};   // below: publishes refused; 0 = off
+    std::uint64_t disk_slow_free_bytes{};  // below: log writes slowed; 0 = off
+    std::uint64_t disk_slow_rate{};        // bytes/s while slowed
 
     friend bool operator==(const embedded_queue_section&, const embedded_queue_section&) = default;
 };
@@ -500,6 +524,7 @@ struct jwt_auth_section {
     std::string pub_auth_rule_claim;
     std::string sub_auth_rule_claim;
     auth_rules_section auth_rules;
+    bool allow_tokens_without_exp{};  // Starling's: accept a token with no exp claim
 
     friend bool operator==(const jwt_auth_section&, const jwt_auth_section&) = default;
 };
@@ -521,6 +546,16 @@ struct http_auth_section {
     friend bool operator==(const http_auth_section&, const http_auth_section&) = default;
 };
 
+// security.mqtt.unauthorized-clients.*: bounds of the unauthorized-client log.
+struct unauthorized_clients_section {
+    std::uint32_t max_rows{};
+    std::uint32_t rows_per_address_per_minute{};  // 0 = unlimited
+    std::uint32_t rows_per_second{};              // over every address; 0 = unlimited
+
+    friend bool operator==(const unauthorized_clients_section&,
+                           const unauthorized_clients_section&) = default;
+};
+
 struct mqtt_security_section {
     bool allow_anonymous{};
     std::vector<std::string> auth_providers;  // in order: MQTT_BASIC, X_509, JWT, HTTP
@@ -531,6 +566,8 @@ struct mqtt_security_section {
     std::chrono::milliseconds auth_cache_ttl{};  // 0 = no cache
     std::chrono::milliseconds provider_timeout{};
     circuit_breaker_section circuit_breaker;
+    std::vector<bandwidth> failed_auth_per_address;  // empty = unlimited
+    unauthorized_clients_section unauthorized_clients;
     std::vector<credentials_entry> credentials;
     std::vector<blocked_client_entry> blocked_clients;
 

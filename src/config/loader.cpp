@@ -432,6 +432,39 @@ binding datasource_url_text(key_info info, Access access) {
         }};
 }
 
+// A rate-limit value that may be empty (= unlimited).
+template <class Access>
+binding optional_bandwidths(key_info info, Access access) {
+    return {info, [access](broker_config& config, const raw_value& value) {
+                if (trim(value.text).empty()) {
+                    access(config) = {};
+                    return;
+                }
+                std::string why;
+                auto parsed = ratelimit::parse_bandwidths(value.text, &why);
+                if (!parsed) {
+                    reject(value, why + " (or empty for no limit)");
+                }
+                access(config) = std::move(*parsed);
+            }};
+}
+
+// A port that may be empty (= unset).
+template <class Access>
+binding optional_port(key_info info, Access access) {
+    return {info, [access](broker_config& config, const raw_value& value) {
+                if (trim(value.text).empty()) {
+                    access(config) = std::nullopt;
+                    return;
+                }
+                const auto parsed = parse_integer(value.text);
+                if (!parsed || *parsed < 0 || *parsed > 65535) {
+                    reject(value, "is not a valid port (1..65535, 0 for any, or empty for none)");
+                }
+                access(config) = static_cast<std::uint16_t>(*parsed);
+            }};
+}
+
 // --- string checks
 
 std::optional<std::string> ip_address(std::string_view text) {
@@ -441,6 +474,13 @@ std::optional<std::string> ip_address(std::string_view text) {
         return std::nullopt;
     }
     return "is not an IPv4 or IPv6 address (use 0.0.0.0 or :: for every interface)";
+}
+
+std::optional<std::string> ip_address_or_empty(std::string_view text) {
+    if (trim(text).empty()) {
+        return std::nullopt;
+    }
+    return ip_address(text);
 }
 
 std::optional<std::string> not_empty(std::string_view text) {
@@ -641,6 +681,16 @@ const std::vector<binding>& bindings() {
         // --- server (HTTP)
         text({"server.address", "HTTP_BIND_ADDRESS", "0.0.0.0"}, FIELD(server.address), ip_address),
         port({"server.port", "HTTP_BIND_PORT", "8083"}, FIELD(server.port)),
+        text({"server.api.address", "HTTP_API_BIND_ADDRESS", ""}, FIELD(server.api_address),
+             ip_address_or_empty),
+        optional_port({"server.api.port", "HTTP_API_BIND_PORT", ""}, FIELD(server.api_port)),
+        integer({"server.max-connections", "HTTP_MAX_CONNECTIONS", "256"},
+                FIELD(server.max_connections), {.min = 1, .max = 1'000'000}),
+        integer({"server.max-connections-per-address", "HTTP_MAX_CONNECTIONS_PER_ADDRESS", "32"},
+                FIELD(server.max_connections_per_address),
+                {.min = 0, .max = 1'000'000, .note = "0 = no limit"}),
+        integer({"server.health-reserved-connections", "HTTP_HEALTH_RESERVED_CONNECTIONS", "16"},
+                FIELD(server.health_reserved_connections), {.min = 0, .max = 10'000}),
         // --- listener
         integer(
             {"listener.write_buffer_high_water_mark", "NETTY_WRITE_BUFFER_HIGH_WATER_MARK", "1280"},
@@ -653,6 +703,27 @@ const std::vector<binding>& bindings() {
         integer({"listener.so_receive_buffer", "NETTY_SO_RECEIVE_BUFFER", "0"},
                 FIELD(listener.so_receive_buffer),
                 {.min = 0, .max = 1048576, .unit = "KB", .scale = 1024, .note = "0 = OS default"}),
+        integer({"listener.connect_timeout_ms", "LISTENER_CONNECT_TIMEOUT_MS", "10000"},
+                FIELD(listener.connect_timeout),
+                {.min = 100,
+                 .max = 3'600'000,
+                 .unit = "ms",
+                 .note = "a connection needs a deadline for its CONNECT"}),
+        integer({"listener.max_connections_per_address", "LISTENER_MAX_CONNECTIONS_PER_ADDRESS",
+                 "10000"},
+                FIELD(listener.max_connections_per_address),
+                {.min = 0, .max = u32_max, .note = "0 = no limit"}),
+        optional_bandwidths({"listener.connect_rate_per_address",
+                             "LISTENER_CONNECT_RATE_PER_ADDRESS", "1000:1,30000:60"},
+                            FIELD(listener.connect_rate_per_address)),
+        integer({"listener.fd_reserve", "LISTENER_FD_RESERVE", "1024"}, FIELD(listener.fd_reserve),
+                {.min = 0, .max = 1'000'000, .note = "0 = no reserve"}),
+        integer({"listener.so_keep_alive_idle", "LISTENER_SO_KEEP_ALIVE_IDLE", "60"},
+                FIELD(listener.so_keep_alive_idle), {.min = 1, .max = 32767, .unit = "s"}),
+        integer({"listener.so_keep_alive_interval", "LISTENER_SO_KEEP_ALIVE_INTERVAL", "10"},
+                FIELD(listener.so_keep_alive_interval), {.min = 1, .max = 32767, .unit = "s"}),
+        integer({"listener.so_keep_alive_count", "LISTENER_SO_KEEP_ALIVE_COUNT", "6"},
+                FIELD(listener.so_keep_alive_count), {.min = 1, .max = 127}),
         integer({"listener.io_threads", "LISTENER_IO_THREADS", "0"}, FIELD(listener.io_threads),
                 {.min = 0, .max = 1024, .note = "0 = number of cores"}),
         boolean({"listener.tcp.enabled", "LISTENER_TCP_ENABLED", "true"},
@@ -669,6 +740,10 @@ const std::vector<binding>& bindings() {
                  .note = "the largest MQTT packet is 268435460 bytes"}),
         integer({"listener.tcp.netty.shutdown_timeout", "TCP_NETTY_SHUTDOWN_TIMEOUT", "5"},
                 FIELD(listener.tcp.netty.shutdown_timeout), {.min = 0, .max = 3600, .unit = "s"}),
+        boolean({"listener.tcp.netty.so_keep_alive", "TCP_NETTY_SO_KEEPALIVE", "true"},
+                FIELD(listener.tcp.netty.so_keep_alive)),
+        integer({"listener.tcp.max_connections", "LISTENER_TCP_MAX_CONNECTIONS", "100000"},
+                FIELD(listener.tcp.max_connections), {.min = 1, .max = 10'000'000}),
         boolean({"listener.proxy_enabled", "MQTT_PROXY_PROTOCOL_ENABLED", "false"},
                 FIELD(listener.proxy_enabled)),
         optional_boolean({"listener.tcp.proxy_enabled", "MQTT_TCP_PROXY_PROTOCOL_ENABLED", ""},
@@ -689,6 +764,10 @@ const std::vector<binding>& bindings() {
                  .note = "the largest MQTT packet is 268435460 bytes"}),
         integer({"listener.ssl.netty.shutdown_timeout", "SSL_NETTY_SHUTDOWN_TIMEOUT", "5"},
                 FIELD(listener.ssl.netty.shutdown_timeout), {.min = 0, .max = 3600, .unit = "s"}),
+        boolean({"listener.ssl.netty.so_keep_alive", "SSL_NETTY_SO_KEEPALIVE", "true"},
+                FIELD(listener.ssl.netty.so_keep_alive)),
+        integer({"listener.ssl.max_connections", "LISTENER_SSL_MAX_CONNECTIONS", "100000"},
+                FIELD(listener.ssl.max_connections), {.min = 1, .max = 10'000'000}),
         enumeration({"listener.ssl.config.protocol", "LISTENER_SSL_PROTOCOL", "TLSv1.2"},
                     FIELD(listener.ssl.config.protocol), tls_protocol_names),
         text(
@@ -725,6 +804,10 @@ const std::vector<binding>& bindings() {
                  .note = "the largest MQTT packet is 268435460 bytes"}),
         integer({"listener.ws.netty.shutdown_timeout", "WS_NETTY_SHUTDOWN_TIMEOUT", "5"},
                 FIELD(listener.ws.netty.shutdown_timeout), {.min = 0, .max = 3600, .unit = "s"}),
+        boolean({"listener.ws.netty.so_keep_alive", "WS_NETTY_SO_KEEPALIVE", "true"},
+                FIELD(listener.ws.netty.so_keep_alive)),
+        integer({"listener.ws.max_connections", "LISTENER_WS_MAX_CONNECTIONS", "100000"},
+                FIELD(listener.ws.max_connections), {.min = 1, .max = 10'000'000}),
         text({"listener.ws.netty.sub_protocols", "WS_NETTY_SUB_PROTOCOLS", "mqttv3.1,mqtt"},
              FIELD(listener.ws.netty.sub_protocols), comma_list),
         boolean({"listener.wss.enabled", "LISTENER_WSS_ENABLED", "false"},
@@ -743,6 +826,10 @@ const std::vector<binding>& bindings() {
                  .note = "the largest MQTT packet is 268435460 bytes"}),
         integer({"listener.wss.netty.shutdown_timeout", "WSS_NETTY_SHUTDOWN_TIMEOUT", "5"},
                 FIELD(listener.wss.netty.shutdown_timeout), {.min = 0, .max = 3600, .unit = "s"}),
+        boolean({"listener.wss.netty.so_keep_alive", "WSS_NETTY_SO_KEEPALIVE", "true"},
+                FIELD(listener.wss.netty.so_keep_alive)),
+        integer({"listener.wss.max_connections", "LISTENER_WSS_MAX_CONNECTIONS", "100000"},
+                FIELD(listener.wss.max_connections), {.min = 1, .max = 10'000'000}),
         text({"listener.wss.netty.sub_protocols", "WSS_NETTY_SUB_PROTOCOLS", "mqttv3.1,mqtt"},
              FIELD(listener.wss.netty.sub_protocols), comma_list),
         enumeration({"listener.wss.config.protocol", "LISTENER_WSS_PROTOCOL", "TLSv1.2"},
@@ -859,6 +946,22 @@ const std::vector<binding>& bindings() {
         integer({"queue.embedded.segment-bytes", "STARLING_EMBEDDED_SEGMENT_BYTES", "67108864"},
                 FIELD(queue.embedded.segment_bytes),
                 {.min = 4096, .max = 1073741824, .unit = "bytes"}),
+        integer(
+            {"queue.embedded.retention-bytes", "STARLING_EMBEDDED_RETENTION_BYTES", "1073741824"},
+            FIELD(queue.embedded.retention_bytes),
+            {.min = -1, .max = i64_max, .unit = "bytes", .note = "-1 = unbounded"}),
+        integer({"queue.embedded.disk.min-free-bytes", "STARLING_EMBEDDED_DISK_MIN_FREE_BYTES",
+                 "268435456"},
+                FIELD(queue.embedded.disk_min_free_bytes),
+                {.min = 0, .max = i64_max, .unit = "bytes", .note = "0 = off"}),
+        integer({"queue.embedded.disk.slow-free-bytes", "STARLING_EMBEDDED_DISK_SLOW_FREE_BYTES",
+                 "1073741824"},
+                FIELD(queue.embedded.disk_slow_free_bytes),
+                {.min = 0, .max = i64_max, .unit = "bytes", .note = "0 = off"}),
+        integer({"queue.embedded.disk.slow-rate-bytes", "STARLING_EMBEDDED_DISK_SLOW_RATE_BYTES",
+                 "1048576"},
+                FIELD(queue.embedded.disk_slow_rate),
+                {.min = 1, .max = i64_max, .unit = "bytes/s"}),
         // --- actors
         integer({"actors.system.throughput", "ACTORS_SYSTEM_THROUGHPUT", "5"},
                 FIELD(actors.system.throughput), {.min = 1, .max = 100000}),
@@ -991,8 +1094,7 @@ const std::vector<binding>& bindings() {
              FIELD(security.mqtt.jwt.verifier), jwt_verifier_name),
         text({"security.mqtt.jwt.algorithm", "SECURITY_MQTT_JWT_ALGORITHM", "HMAC_BASED"},
              FIELD(security.mqtt.jwt.algorithm), jwt_algorithm_name),
-        text({"security.mqtt.jwt.secret", "SECURITY_MQTT_JWT_SECRET",
-              "please-change-this-32-char-jwt-secret"},
+        text({"security.mqtt.jwt.secret", "SECURITY_MQTT_JWT_SECRET", ""},
              FIELD(security.mqtt.jwt.secret)),
         text({"security.mqtt.jwt.public-pem-key", "SECURITY_MQTT_JWT_PUBLIC_PEM_KEY", ""},
              FIELD(security.mqtt.jwt.public_pem_key)),
@@ -1006,6 +1108,9 @@ const std::vector<binding>& bindings() {
              FIELD(security.mqtt.jwt.pub_auth_rule_claim)),
         text({"security.mqtt.jwt.sub-auth-rule-claim", "SECURITY_MQTT_JWT_SUB_AUTH_RULE_CLAIM", ""},
              FIELD(security.mqtt.jwt.sub_auth_rule_claim)),
+        boolean({"security.mqtt.jwt.allow-tokens-without-exp",
+                 "SECURITY_MQTT_JWT_ALLOW_TOKENS_WITHOUT_EXP", "false"},
+                FIELD(security.mqtt.jwt.allow_tokens_without_exp)),
         boolean({"security.mqtt.http.enabled", "SECURITY_MQTT_HTTP_ENABLED", "false"},
                 FIELD(security.mqtt.http.enabled)),
         text(
@@ -1034,6 +1139,20 @@ const std::vector<binding>& bindings() {
         integer({"security.mqtt.auth-cache-ttl-ms", "SECURITY_MQTT_AUTH_CACHE_TTL_MS", "60000"},
                 FIELD(security.mqtt.auth_cache_ttl),
                 {.min = 0, .max = 86400000, .unit = "ms", .note = "0 = no cache"}),
+        optional_bandwidths({"security.mqtt.failed-auth-per-address",
+                             "SECURITY_MQTT_FAILED_AUTH_PER_ADDRESS", "60:60"},
+                            FIELD(security.mqtt.failed_auth_per_address)),
+        integer({"security.mqtt.unauthorized-clients.max-rows",
+                 "SECURITY_MQTT_UNAUTHORIZED_CLIENTS_MAX_ROWS", "10000"},
+                FIELD(security.mqtt.unauthorized_clients.max_rows), {.min = 1, .max = 10'000'000}),
+        integer({"security.mqtt.unauthorized-clients.rows-per-address-per-minute",
+                 "SECURITY_MQTT_UNAUTHORIZED_CLIENTS_ROWS_PER_ADDRESS_PER_MINUTE", "10"},
+                FIELD(security.mqtt.unauthorized_clients.rows_per_address_per_minute),
+                {.min = 0, .max = 1'000'000, .note = "0 = no limit"}),
+        integer({"security.mqtt.unauthorized-clients.rows-per-second",
+                 "SECURITY_MQTT_UNAUTHORIZED_CLIENTS_ROWS_PER_SECOND", "100"},
+                FIELD(security.mqtt.unauthorized_clients.rows_per_second),
+                {.min = 0, .max = 1'000'000, .note = "0 = no limit"}),
         integer({"security.mqtt.provider-timeout-ms", "SECURITY_MQTT_PROVIDER_TIMEOUT_MS", "5000"},
                 FIELD(security.mqtt.provider_timeout), {.min = 1, .max = 600000, .unit = "ms"}),
         integer({"security.mqtt.circuit-breaker.failure-threshold",
@@ -1254,6 +1373,31 @@ void cross_check(const broker_config& config) {
                            "queue.kafka.application-persisted-msg.shared-topic.retention-ms: \"0\" "
                            "would delete every record at once (use -1 to keep records forever)");
     }
+    const auto& embedded = config.queue.embedded;
+    if (embedded.retention_bytes == 0) {
+        throw config_error("queue.embedded.retention-bytes",
+                           "queue.embedded.retention-bytes: \"0\" would delete every closed "
+                           "segment at once (use -1 for no size bound)");
+    }
+    if (embedded.disk_slow_free_bytes != 0 &&
+        embedded.disk_slow_free_bytes < embedded.disk_min_free_bytes) {
+        throw config_error(
+            "queue.embedded.disk.slow-free-bytes",
+            fmt::format("queue.embedded.disk.slow-free-bytes: \"{}\" must be at least "
+                        "queue.embedded.disk.min-free-bytes (\"{}\"): writes slow down before "
+                        "they are refused (0 = never slow down)",
+                        embedded.disk_slow_free_bytes, embedded.disk_min_free_bytes));
+    }
+    // The HMAC secret TBMQ ships as its example (auth/jwt_provider.h, jwt_example_secret):
+    // anyone can sign tokens with it.
+    const auto& jwt = config.security.mqtt.jwt;
+    if (jwt.enabled && jwt.verifier == "ALGORITHM_BASED" && jwt.algorithm == "HMAC_BASED" &&
+        jwt.secret == "please-change-this-32-char-jwt-secret") {
+        throw config_error("security.mqtt.jwt.secret",
+                           "security.mqtt.jwt.secret: is the published example secret, which "
+                           "anyone can sign tokens with; set SECURITY_MQTT_JWT_SECRET to your own "
+                           "(at least 32 random bytes)");
+    }
 }
 
 void resolve(broker_config& config) {
@@ -1273,6 +1417,9 @@ void resolve(broker_config& config) {
                                            "TB_SERVICE_ID",
                                            config.service.id, *why));
         }
+    }
+    if (config.server.api_address.empty()) {
+        config.server.api_address = config.server.address;
     }
     for (auto* threads : {&config.listener.io_threads, &config.actors.client.dispatcher_pool_size,
                           &config.actors.persisted_device.dispatcher_pool_size}) {

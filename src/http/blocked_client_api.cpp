@@ -40,7 +40,9 @@ json to_json(const auth::blocked_entry& e) {
 }
 
 response json_response(const json& j) {
-    return make_response(status_code::ok, "application/json", j.dump());
+    // Values come from clients (a CLIENT_ID rule's id): invalid UTF-8 becomes U+FFFD.
+    return make_response(status_code::ok, "application/json",
+                         j.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 // The entry a POST body describes, or the 400 response naming the bad field.

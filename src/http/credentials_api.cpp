@@ -235,8 +235,10 @@ void add_credentials_routes(router& routes, metadata_store& store, auth::worker_
                     authenticator->clear_cache();
                 }
                 spdlog::info("credentials {} deleted through the REST API", id);
+                // The id was URL-decoded from the path: any bytes; invalid UTF-8 → U+FFFD.
                 respond(make_response(status_code::ok, "application/json",
-                                      json{{"credentialsId", id}}.dump()));
+                                      json{{"credentialsId", id}}.dump(
+                                          -1, ' ', false, json::error_handler_t::replace)));
             });
         });
 }

@@ -25,6 +25,24 @@ bool is_serving(health_status status) {
     return status == health_status::up || status == health_status::degraded;
 }
 
+component_health disk_space_health(const disk_space_reading& reading) {
+    component_health health;
+    health.details = {{"path", reading.path},
+                      {"total", reading.total_bytes},
+                      {"free", reading.free_bytes},
+                      {"threshold", reading.threshold_bytes},
+                      {"slowThreshold", reading.slow_threshold_bytes}};
+    if (reading.refusing) {
+        health.status = health_status::down;
+        health.details["reason"] =
+            "free space below the threshold: publishes are refused until space returns";
+    } else if (reading.slowed) {
+        health.status = health_status::degraded;
+        health.details["reason"] = "free space below the slow threshold: writes are slowed";
+    }
+    return health;
+}
+
 bool health_registry::add(std::string name, check fn) {
     std::lock_guard lock(mutex_);
     return checks_.emplace(std::move(name), std::move(fn)).second;

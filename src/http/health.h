@@ -35,6 +35,21 @@ struct component_health {
     nlohmann::json details = nlohmann::json::object();  // omitted from the output when empty
 };
 
+// Spring Boot's diskSpace indicator, fed by a storage component that guards its file system
+// with free-space watermarks (the embedded message log): DOWN while it refuses writes, DEGRADED
+// while it slows them, UP otherwise. Details: path, total, free, threshold (Spring's keys),
+// slowThreshold and, when not UP, reason.
+struct disk_space_reading {
+    std::string path;
+    std::uint64_t total_bytes = 0;
+    std::uint64_t free_bytes = 0;
+    std::uint64_t threshold_bytes = 0;       // below: writes refused; 0 = no threshold
+    std::uint64_t slow_threshold_bytes = 0;  // below: writes slowed; 0 = no threshold
+    bool refusing = false;                   // the component's own verdict (it read the space)
+    bool slowed = false;
+};
+component_health disk_space_health(const disk_space_reading& reading);
+
 // Where the node is in its life; anything but running reports at least OUT_OF_SERVICE.
 enum class lifecycle : std::uint8_t { starting, running, stopping };
 

@@ -18,7 +18,9 @@ response make_response(status_code code, std::string_view content_type, std::str
 
 response error_response(status_code code, std::string_view message) {
     const nlohmann::json body = {{"status", static_cast<unsigned>(code)}, {"message", message}};
-    return make_response(code, "application/json", body.dump());
+    // Messages may quote what the client sent; invalid UTF-8 becomes U+FFFD instead of throwing.
+    return make_response(code, "application/json",
+                         body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 void router::add(verb method, std::string path, handler fn) {

@@ -20,6 +20,8 @@
 #include <atomic>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -64,19 +66,28 @@ struct server::state : std::enable_shared_from_this<server::state> {
     std::atomic<bool> started{false};
     std::atomic<std::uint16_t> port{0};
 
-    mutable std::mutex mutex;  // guards the two members below
+    mutable std::mutex mutex;  // guards the members below
     bool stopped = false;
     std::unordered_map<session*, std::weak_ptr<session>> sessions;
+    std::size_t reserved_in_use = 0;                        // sessions in reserved slots
+    std::unordered_map<std::string, std::size_t> per_host;  // open sessions per client host
 };
 
 // One connection. Runs only on its own strand; kept alive by the shared_ptr that each pending
 // operation (or pending responder) holds, and closed when the last one lets go.
 class session : public std::enable_shared_from_this<session> {
   public:
-    session(tcp::socket&& socket, std::shared_ptr<server::state> owner)
-        : stream_(std::move(socket)), owner_(std::move(owner)) {}
+    session(tcp::socket&& socket, std::shared_ptr<server::state> owner, std::string host,
+            bool reserved)
+        : stream_(std::move(socket)),
+          owner_(std::move(owner)),
+          host_(std::move(host)),
+          reserved_(reserved) {}
 
     ~session() { owner_->forget(this); }
+
+    const std::string& host() const { return host_; }
+    bool reserved() const { return reserved_; }
 
     session(const session&) = delete;
     session& operator=(const session&) = delete;
@@ -98,7 +109,9 @@ class session : public std::enable_shared_from_this<session> {
         parser_.emplace();
         parser_->header_limit(static_cast<std::uint32_t>(owner_->options.max_header_bytes));
         parser_->body_limit(owner_->options.max_body_bytes);
-        stream_.expires_after(owner_->options.idle_timeout);
+        stream_.expires_after(reserved_ ? std::min(owner_->options.idle_timeout,
+                                                   owner_->options.reserved_idle_timeout)
+                                        : owner_->options.idle_timeout);
         bhttp::async_read(
             stream_, buffer_, *parser_,
             [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
@@ -124,8 +137,17 @@ class session : public std::enable_shared_from_this<session> {
             return;
         }
         const request req = parser_->release();
-        keep_alive_ = req.keep_alive();
+        keep_alive_ = req.keep_alive() && !reserved_;  // a reserved slot serves one request
         version_ = req.version();
+        if (reserved_ && !is_health(req.target())) {
+            if (owner_->options.on_refused) {
+                owner_->options.on_refused("reserved_slot");
+            }
+            send(error_response(status_code::service_unavailable,
+                                "every connection slot is taken; only " +
+                                    owner_->options.health_path + " is served"));
+            return;
+        }
         auto answered = std::make_shared<std::atomic<bool>>(false);
         responder respond = [self = shared_from_this(), answered](response res) {
             if (answered->exchange(true)) {
@@ -210,8 +232,17 @@ class session : public std::enable_shared_from_this<session> {
         stream_.close();
     }
 
+    bool is_health(std::string_view target) const {
+        const auto path = target.substr(0, target.find('?'));
+        const std::string_view health = owner_->options.health_path;
+        return path.starts_with(health) &&
+               (path.size() == health.size() || path[health.size()] == '/');
+    }
+
     beast::tcp_stream stream_;
     std::shared_ptr<server::state> owner_;
+    const std::string host_;  // the client's host, for the per-address count
+    const bool reserved_;     // in a health-only slot
     beast::flat_buffer buffer_;
     std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
     std::optional<response> response_;  // the one being written
@@ -233,7 +264,11 @@ void server::state::on_accept(beast::error_code ec, tcp::socket socket) {
         return;
     }
     if (!ec) {
+        boost::system::error_code endpoint_ec;
+        const auto endpoint = socket.remote_endpoint(endpoint_ec);
+        std::string host = endpoint_ec ? std::string() : endpoint.address().to_string();
         std::shared_ptr<session> s;
+        const char* refused = nullptr;
         {
             // Registration and stop() serialize here, so a session either is registered
             // before stop() looks (and gets closed) or sees stopped (and is never started).
@@ -241,21 +276,38 @@ void server::state::on_accept(beast::error_code ec, tcp::socket socket) {
             if (stopped) {
                 return;
             }
-            if (sessions.size() >= options.max_connections) {
-                spdlog::debug("http: connection limit ({}) reached, closing a new connection",
-                              options.max_connections);
+            auto& from_host = per_host[host];
+            const std::size_t ordinary = sessions.size() - reserved_in_use;
+            if (options.max_connections_per_address != 0 &&
+                from_host >= options.max_connections_per_address) {
+                refused = "address_connections";
+            } else if (ordinary < options.max_connections) {
+                s = std::make_shared<session>(std::move(socket), shared_from_this(), host, false);
+            } else if (reserved_in_use < options.reserved_health_connections) {
+                s = std::make_shared<session>(std::move(socket), shared_from_this(), host, true);
+                ++reserved_in_use;
             } else {
-                s = std::make_shared<session>(std::move(socket), shared_from_this());
+                refused = "max_connections";
+            }
+            if (s) {
+                ++from_host;
                 sessions.emplace(s.get(), s);
+            } else if (from_host == 0) {
+                per_host.erase(host);
             }
         }
         if (s) {
             s->run();
+        } else if (refused != nullptr) {
+            spdlog::debug("{}: connection from {} refused: {}", options.name, host, refused);
+            if (options.on_refused) {
+                options.on_refused(refused);
+            }
         }
     } else {
         // Not fatal for the listener, but retrying at once would spin while the cause lasts
         // (out of file descriptors, typically): pause briefly first.
-        spdlog::warn("http: accept failed: {}", ec.message());
+        spdlog::warn("{}: accept failed: {}", options.name, ec.message());
         retry_timer.expires_after(accept_retry_delay);
         retry_timer.async_wait([self = shared_from_this()](beast::error_code wait_ec) {
             if (!wait_ec) {
@@ -269,7 +321,15 @@ void server::state::on_accept(beast::error_code ec, tcp::socket socket) {
 
 void server::state::forget(session* s) {
     std::lock_guard lock(mutex);
-    sessions.erase(s);
+    if (sessions.erase(s) == 0) {
+        return;
+    }
+    if (s->reserved()) {
+        --reserved_in_use;
+    }
+    if (auto it = per_host.find(s->host()); it != per_host.end() && --it->second == 0) {
+        per_host.erase(it);
+    }
 }
 
 server::server(boost::asio::io_context& io, router routes, server_options options)

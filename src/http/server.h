@@ -7,6 +7,12 @@
 // allows it. A malformed request gets 400, an oversized body 413, oversized headers 431,
 // and the connection is closed after any of them.
 //
+// Connection slots: `max_connections` ordinary ones, at most `max_connections_per_address`
+// per client host (a connection over it is closed at accept), and `reserved_health_connections`
+// more that only serve the health endpoint, one request each — so Kubernetes probes still get
+// an answer when a client has taken every ordinary slot. (The daemon can also serve /api/** on
+// a port of its own, server.api.port, so management traffic never competes with them.)
+//
 // Lifecycle: construct, start() once, stop() (also run by the destructor). start() binds and
 // listens synchronously, so a port clash is reported at start-up; accepting and serving run
 // on the io_context's threads. stop() closes the listening socket and every connection and
@@ -26,16 +32,32 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 #include <string_view>
 
 namespace starling::http {
 
 struct server_options {
+    std::string name = "http";  // in log lines and the `server` label of refusals
     std::size_t max_header_bytes = 16 * 1024;
     std::size_t max_body_bytes = 1024 * 1024;
     std::chrono::seconds idle_timeout{30};  // a connection silent this long is closed
-    std::size_t max_connections = 256;      // further connections are closed at once
+    std::size_t max_connections = 256;      // further connections get a reserved slot or none
+    // Connections from one address (its host) at once, reserved slots included; further ones
+    // are closed at accept. 0 = unlimited.
+    std::size_t max_connections_per_address = 32;
+    // Slots beyond max_connections that serve only `health_path` (and paths below it): a
+    // request for anything else gets 503, and each slot answers one request and closes. They
+    // keep liveness and readiness probes answering while every ordinary slot is taken. Their
+    // first request must arrive within `reserved_idle_timeout`.
+    std::size_t reserved_health_connections = 16;
+    std::string health_path = "/actuator/health";
+    std::chrono::seconds reserved_idle_timeout{5};
+    // Called on an I/O thread for each refused connection: "max_connections",
+    // "address_connections", or "reserved_slot" (a non-health request in a reserved slot).
+    std::function<void(std::string_view reason)> on_refused;
 };
 
 class server {

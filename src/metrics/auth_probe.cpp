@@ -25,11 +25,22 @@ auth_probe::auth_probe(prometheus::Registry& registry)
                     .Name("authProviderTimeouts_total")
                     .Help("Provider calls that did not answer within the provider timeout")
                     .Register(registry)),
+      shed_(prometheus::BuildCounter()
+                .Name("authProviderShed_total")
+                .Help("Provider calls shed because the provider's work queue was full or too "
+                      "slow (not failures)")
+                .Register(registry)),
       cache_hits_(prometheus::BuildCounter()
                       .Name("authCacheHits_total")
                       .Help("CONNECTs answered from the authentication result cache")
                       .Register(registry)
                       .Add({})),
+      unauthorized_dropped_(prometheus::BuildCounter()
+                                .Name("unauthorizedClientsDropped_total")
+                                .Help("Unauthorized-client log rows not written because their "
+                                      "address or the whole log was over its write rate")
+                                .Register(registry)
+                                .Add({})),
       latency_(prometheus::BuildHistogram()
                    .Name("authLatency_seconds")
                    .Help("Time from CONNECT to the authentication verdict")
@@ -59,6 +70,21 @@ void auth_probe::provider_skipped(std::string_view provider) {
 
 void auth_probe::provider_timed_out(std::string_view provider) {
     timeouts_.Add({{"provider", std::string(provider)}}).Increment();
+}
+
+void auth_probe::provider_shed(std::string_view provider) {
+    shed_.Add({{"provider", std::string(provider)}}).Increment();
+}
+
+void auth_probe::unauthorized_rows_dropped(std::uint64_t total) {
+    auto seen = unauthorized_dropped_seen_.load(std::memory_order_relaxed);
+    while (total > seen) {
+        if (unauthorized_dropped_seen_.compare_exchange_weak(seen, total,
+                                                             std::memory_order_relaxed)) {
+            unauthorized_dropped_.Increment(static_cast<double>(total - seen));
+            return;
+        }
+    }
 }
 
 }  // namespace starling::metrics

@@ -27,10 +27,34 @@ prometheus::Gauge& gauge(prometheus::Registry& registry, const std::string& name
 log_probe::log_probe(prometheus::Registry& registry, latency_histogram& ack_latency)
     : ack_latency_(ack_latency),
       failed_(counter(registry, "messageLog_produceFailed_total",
-                      "Records the message log failed to acknowledge")) {}
+                      "Records the message log failed to acknowledge")),
+      disk_state_(gauge(registry, "messageLog_diskState",
+                        "Embedded log free-space state: 0 ok, 1 slowed, 2 refusing publishes")),
+      disk_free_(gauge(registry, "messageLog_diskFreeBytes",
+                       "Free bytes on the embedded log's file system at the last reading")),
+      disk_refusals_(counter(registry, "messageLog_diskRefusals_total",
+                             "Produces the embedded log refused for low disk space")),
+      write_errors_(counter(registry, "messageLog_writeErrors_total",
+                            "Failed writes and fdatasyncs of the embedded log")),
+      quarantined_(counter(registry, "messageLog_quarantinedSegments_total",
+                           "Corrupt closed segments the embedded log moved to quarantine")) {}
 
 void log_probe::produce_acked(std::chrono::nanoseconds latency) { ack_latency_.observe(latency); }
 void log_probe::produce_failed() { failed_.Increment(); }
+
+void log_probe::embedded_status(const embedded_state& state) {
+    disk_state_.Set(static_cast<double>(state.disk_state));
+    disk_free_.Set(static_cast<double>(state.free_bytes));
+    const auto grow = [](prometheus::Counter& counter, std::uint64_t now, std::uint64_t& last) {
+        if (now > last) {
+            counter.Increment(static_cast<double>(now - last));
+            last = now;
+        }
+    };
+    grow(disk_refusals_, state.disk_refusals, last_.disk_refusals);
+    grow(write_errors_, state.write_errors, last_.write_errors);
+    grow(quarantined_, state.quarantined_segments, last_.quarantined_segments);
+}
 
 routing_probe::routing_probe(prometheus::Registry& registry, latency_histogram& lookup_latency)
     : lookup_latency_(lookup_latency),

@@ -28,11 +28,12 @@ std::size_t hard_limit_of(const connection_options& options) {
 // atomics mirror what other threads may read without it. Everything below "strand-confined" is
 // touched only on the transport's strand.
 struct connection::state {
-    state(std::unique_ptr<transport> t, const connection_options& o)
+    state(std::unique_ptr<transport> t, const connection_options& o, accept_guard g)
         : stream(std::move(t)),
           executor(stream->get_executor()),
           options(o),
-          hard_limit(hard_limit_of(o)) {}
+          hard_limit(hard_limit_of(o)),
+          guard(std::move(g)) {}
 
     std::unique_ptr<transport> stream;
     boost::asio::any_io_executor executor;
@@ -49,6 +50,7 @@ struct connection::state {
     std::atomic<bool> writable{true};
     // Any thread.
     std::atomic<bool> paused{false};
+    std::atomic<bool> connect_done{false};  // connect_completed() was called
 
     // --- strand-confined
     enum class phase : std::uint8_t { created, open, closing, closed };
@@ -64,21 +66,26 @@ struct connection::state {
     std::vector<boost::asio::const_buffer> gather;
     std::size_t in_flight_bytes = 0;
     std::optional<boost::asio::steady_timer> close_timer;  // created by close() only
+    // The listener's slots (released when the socket closes) and connect deadline.
+    accept_guard guard;
+    std::optional<boost::asio::steady_timer> connect_timer;  // armed by run_start()
 };
 
 std::shared_ptr<connection> connection::create(std::unique_ptr<transport> stream,
-                                               const connection_options& options) {
-    return std::make_shared<connection>(private_tag{}, std::move(stream), options);
+                                               const connection_options& options,
+                                               accept_guard guard) {
+    return std::make_shared<connection>(private_tag{}, std::move(stream), options,
+                                        std::move(guard));
 }
 
 connection::connection(private_tag, std::unique_ptr<transport> stream,
-                       const connection_options& options)
+                       const connection_options& options, accept_guard guard)
     : id_(next_connection_id.fetch_add(1, std::memory_order_relaxed)),
       remote_address_(stream->remote_address()),
       tls_peer_(stream->tls_peer() != nullptr
                     ? std::make_unique<const tls_peer_info>(*stream->tls_peer())
                     : nullptr),
-      state_(std::make_unique<state>(std::move(stream), options)) {}
+      state_(std::make_unique<state>(std::move(stream), options, std::move(guard))) {}
 
 connection::~connection() = default;
 
@@ -169,6 +176,18 @@ void connection::abort() {
     post([self = shared_from_this()] { self->terminate(errc::aborted); });
 }
 
+void connection::connect_completed() {
+    if (state_->connect_done.exchange(true)) {
+        return;
+    }
+    // Frees the timer now rather than at the deadline (it would find connect_done anyway).
+    post([self = shared_from_this()] {
+        if (self->state_->connect_timer) {
+            self->state_->connect_timer->cancel();
+        }
+    });
+}
+
 // ---------------------------------------------------------------- strand
 
 void connection::run_start(std::shared_ptr<connection_handler> handler) {
@@ -186,7 +205,32 @@ void connection::run_start(std::shared_ptr<connection_handler> handler) {
         s.current = state::phase::open;
     }
     notify_writability();  // sends before start may already have crossed the high mark
+    if (s.guard.connect_deadline != std::chrono::steady_clock::time_point::max() &&
+        !s.connect_done.load(std::memory_order_relaxed)) {
+        // Weak: the deadline alone must not keep a connection alive that nothing else holds.
+        s.connect_timer.emplace(s.executor);
+        s.connect_timer->expires_at(s.guard.connect_deadline);
+        s.connect_timer->async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+            if (ec) {
+                return;
+            }
+            if (auto self = weak.lock()) {
+                self->on_connect_deadline();
+            }
+        });
+    }
     start_reading();
+}
+
+void connection::on_connect_deadline() {
+    state& s = *state_;
+    if (s.connect_done.load(std::memory_order_relaxed) || s.current == state::phase::closed) {
+        return;
+    }
+    if (s.guard.on_connect_timeout) {
+        s.guard.on_connect_timeout();
+    }
+    terminate(errc::connect_timeout);
 }
 
 void connection::start_reading() {
@@ -397,7 +441,11 @@ void connection::terminate(std::error_code reason) {
     if (s.close_timer) {
         s.close_timer->cancel();
     }
-    s.stream->close();  // outstanding reads and writes complete with operation_aborted
+    if (s.connect_timer) {
+        s.connect_timer->cancel();
+    }
+    s.stream->close();       // outstanding reads and writes complete with operation_aborted
+    s.guard.ticket.reset();  // the socket is closed: its listener and address slots are free
     if (s.handler) {
         auto handler = std::move(s.handler);
         handler->on_closed(reason);

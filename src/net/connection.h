@@ -4,12 +4,14 @@
 // slot in as further `transport` implementations, see transport.h). No Asio in this header:
 // the broker includes it everywhere, and the Asio machinery lives behind the pimpl.
 
+#include "net/admission.h"
 #include "net/tls_peer_info.h"
 
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -31,6 +33,20 @@ struct connection_options {
     // close(): how long to wait for the write queue to flush (and for the peer to acknowledge
     // our FIN) before closing hard.
     std::chrono::milliseconds close_timeout{5000};
+};
+
+// What a listener attaches to a connection it accepted (connection::create).
+struct accept_guard {
+    // The listener, address and descriptor slots the socket holds (admission.h); released when
+    // the socket closes.
+    std::shared_ptr<admission_control::ticket> ticket;
+    // Unless the owner called connect_completed() by then, the connection is aborted with
+    // errc::connect_timeout at this instant (accept time + the listener's connect timeout, so
+    // the handshake's time counts). max() = no deadline.
+    std::chrono::steady_clock::time_point connect_deadline =
+        std::chrono::steady_clock::time_point::max();
+    // Called once, on the strand, when the deadline closes the connection (for metrics).
+    std::function<void()> on_connect_timeout;
 };
 
 // Per-connection counters (relaxed atomics, for metrics only).
@@ -84,9 +100,11 @@ class connection final : public std::enable_shared_from_this<connection> {
 
   public:
     static std::shared_ptr<connection> create(std::unique_ptr<transport> stream,
-                                              const connection_options& options);
+                                              const connection_options& options,
+                                              accept_guard guard = {});
 
-    connection(private_tag, std::unique_ptr<transport> stream, const connection_options& options);
+    connection(private_tag, std::unique_ptr<transport> stream, const connection_options& options,
+               accept_guard guard);
     ~connection();
 
     connection(const connection&) = delete;
@@ -123,6 +141,11 @@ class connection final : public std::enable_shared_from_this<connection> {
     // Immediate: drop the queue, close the socket, on_closed(errc::aborted).
     void abort();
 
+    // The owner received what the connect deadline waits for (a complete MQTT CONNECT): the
+    // deadline no longer applies. Any thread; idempotent. A deadline that fired before this call
+    // won (the connection is closing with errc::connect_timeout).
+    void connect_completed();
+
     std::uint64_t id() const { return id_; }
     const std::string& remote_address() const { return remote_address_; }
     const connection_stats& stats() const { return stats_; }
@@ -142,6 +165,7 @@ class connection final : public std::enable_shared_from_this<connection> {
     void on_shutdown(std::error_code ec);
     void begin_close();
     void on_close_timer();
+    void on_connect_deadline();
     void notify_writability();
     void terminate(std::error_code reason);
     template <class F>

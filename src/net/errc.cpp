@@ -22,6 +22,8 @@ class category final : public std::error_category {
                 return "invalid bind address";
             case errc::websocket_text_frame:
                 return "WebSocket text frame (MQTT allows binary frames only)";
+            case errc::connect_timeout:
+                return "no CONNECT within the connect timeout";
         }
         return "unknown net error";
     }

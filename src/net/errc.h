@@ -21,6 +21,8 @@ enum class errc {
     invalid_address,
     // A WebSocket client sent a text frame; MQTT over WebSocket is binary only [MQTT-6.0.0-1].
     websocket_text_frame,
+    // No complete CONNECT within the listener's connect timeout (measured from accept).
+    connect_timeout,
 };
 
 const std::error_category& net_category();

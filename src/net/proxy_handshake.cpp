@@ -1,13 +1,17 @@
 #include "net/proxy_handshake.h"
 
+#include "net/admission.h"
 #include "net/proxy_protocol.h"
 #include "net/tcp_transport.h"
 
 #include <boost/asio/read.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <utility>
 #include <variant>
@@ -27,6 +31,8 @@ struct proxy_read_op : std::enable_shared_from_this<proxy_read_op> {
     std::shared_ptr<handshaker> inner;
     std::string listener;
     std::function<void(std::string_view)> on_failure;
+    handshake_context context;
+    std::shared_ptr<log_throttle> log_limit;
     asio::steady_timer timer;
     proxy_protocol::parser parser;
     // Large enough for the biggest v2 header the parser accepts; read into piecewise.
@@ -36,13 +42,16 @@ struct proxy_read_op : std::enable_shared_from_this<proxy_read_op> {
 
     proxy_read_op(asio::ip::tcp::socket s, std::string remote, handshaker::done_handler d,
                   std::shared_ptr<handshaker> in, std::string name,
-                  std::function<void(std::string_view)> failure)
+                  std::function<void(std::string_view)> failure, handshake_context ctx,
+                  std::shared_ptr<log_throttle> throttle)
         : socket(std::move(s)),
           remote_address(std::move(remote)),
           done(std::move(d)),
           inner(std::move(in)),
           listener(std::move(name)),
           on_failure(std::move(failure)),
+          context(std::move(ctx)),
+          log_limit(std::move(throttle)),
           timer(socket.get_executor()) {}
 
     // How many more bytes to read without reading past the header (see proxy_handshake.h).
@@ -106,8 +115,16 @@ struct proxy_read_op : std::enable_shared_from_this<proxy_read_op> {
         std::string peer = h.source_address.empty() ? remote_address : std::move(h.source_address);
         spdlog::debug("listener.{}: PROXY header from {}: client {}", listener, remote_address,
                       peer);
+        if (context.admit_address && !context.admit_address(peer)) {
+            // Refused by a per-address limit: counted and logged (throttled) by the listener.
+            boost::system::error_code ignored;
+            socket.close(ignored);
+            done(nullptr);
+            return;
+        }
         if (inner) {
-            inner->start(std::move(socket), std::move(peer), std::move(done));
+            handshake_context next{.deadline = context.deadline, .admit_address = {}};
+            inner->start(std::move(socket), std::move(peer), std::move(next), std::move(done));
             return;
         }
         done(std::make_unique<tcp_transport>(std::move(socket), std::move(peer)));
@@ -115,7 +132,14 @@ struct proxy_read_op : std::enable_shared_from_this<proxy_read_op> {
 
     void fail(std::string_view reason, const std::string& why) {
         timer.cancel();
-        spdlog::info("listener.{}: connection from {} closed: {}", listener, remote_address, why);
+        // Throttled: a flood of connections without the header must not flood the log.
+        std::uint64_t suppressed = 0;
+        if (log_limit->should_log(std::chrono::steady_clock::now(), suppressed)) {
+            spdlog::info(
+                "listener.{}: connection from {} closed: {}{}", listener, remote_address, why,
+                suppressed == 0 ? std::string()
+                                : fmt::format(" ({} more like it not logged)", suppressed));
+        }
         if (on_failure) {
             on_failure(reason);
         }
@@ -129,14 +153,19 @@ struct proxy_read_op : std::enable_shared_from_this<proxy_read_op> {
 
 proxy_handshaker::proxy_handshaker(std::string listener, std::shared_ptr<handshaker> inner,
                                    handshake_options options)
-    : listener_(std::move(listener)), inner_(std::move(inner)), options_(std::move(options)) {}
+    : listener_(std::move(listener)),
+      inner_(std::move(inner)),
+      options_(std::move(options)),
+      log_limit_(std::make_shared<log_throttle>()) {}
 
 void proxy_handshaker::start(asio::ip::tcp::socket socket, std::string remote_address,
-                             done_handler done) {
-    auto op =
-        std::make_shared<proxy_read_op>(std::move(socket), std::move(remote_address),
-                                        std::move(done), inner_, listener_, options_.on_failure);
-    op->timer.expires_after(options_.timeout);
+                             handshake_context context, done_handler done) {
+    const auto deadline =
+        std::min(context.deadline, std::chrono::steady_clock::now() + options_.timeout);
+    auto op = std::make_shared<proxy_read_op>(std::move(socket), std::move(remote_address),
+                                              std::move(done), inner_, listener_,
+                                              options_.on_failure, std::move(context), log_limit_);
+    op->timer.expires_at(deadline);
     // The timer holds the op only weakly: once the header is read the op hands the socket on
     // and must not be kept alive (nor close anything) by a pending deadline.
     op->timer.async_wait(

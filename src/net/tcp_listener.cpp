@@ -10,7 +10,11 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -28,12 +32,24 @@ using asio::ip::tcp;
 // thread-safe, and completions run on any thread of the pool.
 struct tcp_listener::state {
     state(asio::io_context& ctx, listener_options o)
-        : context(ctx), options(std::move(o)), acceptor(ctx), retry_timer(ctx) {}
+        : context(ctx),
+          options(std::move(o)),
+          admission(options.admission ? options.admission
+                                      : admission_control::create(admission_options{})),
+          gate(admission->add_gate(options.max_connections)),
+          acceptor(ctx),
+          retry_timer(ctx) {}
 
     asio::io_context& context;
     const listener_options options;
+    const std::shared_ptr<admission_control> admission;
+    const std::shared_ptr<admission_control::gate> gate;
     listener_stats stats;
     std::atomic<std::uint16_t> port{0};
+    // Refusals and deadline closes are logged at most once per 10 s each.
+    log_throttle refusal_log;
+    log_throttle timeout_log;
+    log_throttle accept_error_log;
 
     std::mutex mutex;
     std::condition_variable idle;
@@ -47,7 +63,11 @@ struct tcp_listener::state {
     static void accept_next(const std::shared_ptr<state>& s);
     static void on_accept(const std::shared_ptr<state>& s, const boost::system::error_code& ec,
                           tcp::socket socket);
-    static void hand_over(const std::shared_ptr<state>& s, std::unique_ptr<transport> stream);
+    static void hand_over(const std::shared_ptr<state>& s, std::unique_ptr<transport> stream,
+                          std::shared_ptr<admission_control::ticket> ticket,
+                          std::chrono::steady_clock::time_point deadline);
+    static void refused(const std::shared_ptr<state>& s, refusal why, const std::string& remote);
+    static void connect_timed_out(const std::shared_ptr<state>& s, const std::string& remote);
 };
 
 namespace {
@@ -58,6 +78,27 @@ thread_local const void* handler_of = nullptr;
 
 // A failing accept (EMFILE, ENOBUFS) would otherwise complete at once, forever.
 constexpr std::chrono::milliseconds accept_retry_delay{100};
+
+void set_keepalive(tcp::socket& socket, const keepalive_options& k) {
+    if (!k.enabled) {
+        return;
+    }
+    boost::system::error_code ignored;
+    socket.set_option(asio::socket_base::keep_alive(true), ignored);
+    // Failures leave the kernel's defaults (7200 s idle): harmless, so not reported.
+    const int fd = socket.native_handle();
+    const int idle = static_cast<int>(k.idle.count());
+    const int interval = static_cast<int>(k.interval.count());
+    const int count = k.count;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+}
+
+std::string suppressed_note(std::uint64_t suppressed) {
+    return suppressed == 0 ? std::string()
+                           : fmt::format(" ({} more since the last line)", suppressed);
+}
 
 }  // namespace
 
@@ -72,7 +113,11 @@ void tcp_listener::state::on_accept(const std::shared_ptr<state>& s,
             return;
         }
         s->stats.accept_errors.fetch_add(1, std::memory_order_relaxed);
-        spdlog::warn("listener on port {}: accept failed: {}", s->port.load(), ec.message());
+        std::uint64_t suppressed = 0;
+        if (s->accept_error_log.should_log(std::chrono::steady_clock::now(), suppressed)) {
+            spdlog::warn("listener.{} on port {}: accept failed: {}{}", s->options.name,
+                         s->port.load(), ec.message(), suppressed_note(suppressed));
+        }
         s->retry_timer.expires_after(accept_retry_delay);
         s->retry_timer.async_wait([s](const boost::system::error_code& wait_ec) {
             std::lock_guard retry_lock(s->mutex);
@@ -85,25 +130,79 @@ void tcp_listener::state::on_accept(const std::shared_ptr<state>& s,
     accept_next(s);  // keep accepting while this one is handed over
     lock.unlock();
 
+    boost::system::error_code endpoint_ec;
+    const auto endpoint = socket.remote_endpoint(endpoint_ec);
+    std::string remote = endpoint_ec ? std::string("unknown") : tcp_transport::format(endpoint);
+    // Before any byte is read: the listener's cap, the descriptor reserve, and (unless a PROXY
+    // header will name the real client) the per-address limits.
+    auto admitted =
+        s->admission->admit(s->gate, s->options.address_from_proxy_header ? "" : remote);
+    if (!admitted.admitted) {
+        refused(s, *admitted.refused, remote);
+        return;  // `socket` closes on destruction
+    }
+    std::shared_ptr<admission_control::ticket> ticket = std::move(admitted.admitted);
+    set_keepalive(socket, s->options.keepalive);
+    const auto deadline = s->options.connect_timeout.count() > 0
+                              ? std::chrono::steady_clock::now() + s->options.connect_timeout
+                              : std::chrono::steady_clock::time_point::max();
+
     if (s->options.handshake) {
         // The handshake completes later, on the socket's strand; the listener may be stopped
-        // by then, which hand_over() checks.
-        boost::system::error_code endpoint_ec;
-        const auto endpoint = socket.remote_endpoint(endpoint_ec);
-        std::string remote = endpoint_ec ? std::string("unknown") : tcp_transport::format(endpoint);
-        s->options.handshake->start(std::move(socket), std::move(remote),
-                                    [s](std::unique_ptr<transport> stream) {
+        // by then, which hand_over() checks. The ticket travels with it: a failed handshake
+        // drops it with the socket.
+        handshake_context context{.deadline = deadline, .admit_address = {}};
+        if (s->options.address_from_proxy_header) {
+            context.admit_address = [s, ticket](const std::string& client) {
+                if (auto why = ticket->admit_address(client)) {
+                    refused(s, *why, client);
+                    return false;
+                }
+                return true;
+            };
+        }
+        s->options.handshake->start(std::move(socket), std::move(remote), std::move(context),
+                                    [s, ticket, deadline](std::unique_ptr<transport> stream) {
                                         if (stream) {
-                                            hand_over(s, std::move(stream));
+                                            hand_over(s, std::move(stream), ticket, deadline);
                                         }
                                     });
         return;
     }
-    hand_over(s, std::make_unique<tcp_transport>(std::move(socket)));
+    hand_over(s, std::make_unique<tcp_transport>(std::move(socket)), std::move(ticket), deadline);
+}
+
+void tcp_listener::state::refused(const std::shared_ptr<state>& s, refusal why,
+                                  const std::string& remote) {
+    s->stats.refused.fetch_add(1, std::memory_order_relaxed);
+    if (s->options.on_refused) {
+        s->options.on_refused(why);
+    }
+    std::uint64_t suppressed = 0;
+    if (s->refusal_log.should_log(std::chrono::steady_clock::now(), suppressed)) {
+        spdlog::warn("listener.{}: connection from {} refused: {}{}", s->options.name, remote,
+                     to_string(why), suppressed_note(suppressed));
+    }
+}
+
+void tcp_listener::state::connect_timed_out(const std::shared_ptr<state>& s,
+                                            const std::string& remote) {
+    s->stats.connect_timeouts.fetch_add(1, std::memory_order_relaxed);
+    if (s->options.on_connect_timeout) {
+        s->options.on_connect_timeout();
+    }
+    std::uint64_t suppressed = 0;
+    if (s->timeout_log.should_log(std::chrono::steady_clock::now(), suppressed)) {
+        spdlog::info("listener.{}: connection from {} closed: no CONNECT within {} ms{}",
+                     s->options.name, remote, s->options.connect_timeout.count(),
+                     suppressed_note(suppressed));
+    }
 }
 
 void tcp_listener::state::hand_over(const std::shared_ptr<state>& s,
-                                    std::unique_ptr<transport> stream) {
+                                    std::unique_ptr<transport> stream,
+                                    std::shared_ptr<admission_control::ticket> ticket,
+                                    std::chrono::steady_clock::time_point deadline) {
     std::unique_lock lock(s->mutex);
     if (s->stopped) {
         return;  // `stream` closes on destruction
@@ -111,7 +210,11 @@ void tcp_listener::state::hand_over(const std::shared_ptr<state>& s,
     ++s->handlers_running;
     lock.unlock();
 
-    auto conn = connection::create(std::move(stream), s->options.connection);
+    accept_guard guard{.ticket = std::move(ticket), .connect_deadline = deadline};
+    guard.on_connect_timeout = [s, remote = stream->remote_address()] {
+        connect_timed_out(s, remote);
+    };
+    auto conn = connection::create(std::move(stream), s->options.connection, std::move(guard));
     s->stats.accepted.fetch_add(1, std::memory_order_relaxed);
     handler_of = s.get();
     s->handler(std::move(conn));
@@ -212,5 +315,7 @@ std::uint16_t tcp_listener::local_port() const {
 }
 
 const listener_stats& tcp_listener::stats() const { return state_->stats; }
+
+std::size_t tcp_listener::current_connections() const { return state_->gate->current(); }
 
 }  // namespace starling::net

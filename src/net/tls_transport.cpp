@@ -6,6 +6,8 @@
 #include <boost/asio/write.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <chrono>
 #include <utility>
 
 namespace starling::net {
@@ -85,14 +87,15 @@ tls_handshaker::tls_handshaker(std::shared_ptr<tls_context_provider> contexts,
     : contexts_(std::move(contexts)), options_(std::move(options)) {}
 
 void tls_handshaker::start(asio::ip::tcp::socket socket, std::string remote_address,
-                           done_handler done) {
+                           handshake_context context, done_handler done) {
     auto op = std::make_shared<tls_handshake_op>(
         std::make_unique<tls_transport>(contexts_->current(), std::move(socket),
                                         std::move(remote_address)),
         std::move(done), contexts_->options().client_auth);
     const std::string listener = contexts_->options().listener;
     auto on_failure = options_.on_failure;
-    op->timer.expires_after(options_.timeout);
+    op->timer.expires_at(
+        std::min(context.deadline, std::chrono::steady_clock::now() + options_.timeout));
     op->timer.async_wait([op](const boost::system::error_code& ec) {
         if (!ec && op->transport) {
             op->timed_out = true;

@@ -61,7 +61,7 @@ class tls_handshaker final : public handshaker {
     tls_handshaker(std::shared_ptr<tls_context_provider> contexts, handshake_options options);
 
     void start(boost::asio::ip::tcp::socket socket, std::string remote_address,
-               done_handler done) override;
+               handshake_context context, done_handler done) override;
 
   private:
     std::shared_ptr<tls_context_provider> contexts_;

@@ -11,6 +11,8 @@
 #include <boost/beast/websocket/ssl.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <chrono>
 #include <type_traits>
 #include <utility>
 
@@ -27,6 +29,9 @@ namespace {
 
 // After a large message the read buffer is given back, so an idle connection keeps at most this.
 constexpr std::size_t keep_buffer_capacity = 4096;
+
+// The upgrade request's header block is bounded; a larger one fails the handshake.
+constexpr std::uint32_t upgrade_header_limit = 8192;
 
 std::string_view trim(std::string_view text) {
     const auto first = text.find_first_not_of(" \t");
@@ -156,6 +161,72 @@ std::string choose_sub_protocol(std::string_view offered,
     return {};
 }
 
+namespace {
+
+// The checks of an upgrade request, in order; shared by the handshake and
+// judge_upgrade_request (the fuzz target's entry point).
+upgrade_verdict judge(const http::request<http::empty_body>& request, const ws_options& options) {
+    upgrade_verdict out;
+    if (!websocket::is_upgrade(request)) {
+        out.status = 400;
+        out.why = "not a WebSocket upgrade request";
+        return out;
+    }
+    auto target = std::string_view(request.target());
+    target = target.substr(0, target.find('?'));
+    if (target != options.path) {
+        out.status = 404;
+        out.why = "no WebSocket endpoint at " + std::string(target) + " (MQTT is served at " +
+                  options.path + ")";
+        return out;
+    }
+    const auto offered = std::string_view(request[http::field::sec_websocket_protocol]);
+    auto protocol = choose_sub_protocol(offered, options.sub_protocols);
+    if (protocol.empty()) {
+        // [MQTT-6.0.0-3]/[MQTT-6.0.0-4]: the client must offer an MQTT subprotocol.
+        out.status = 400;
+        out.why = offered.empty() ? std::string(
+                                        "no Sec-WebSocket-Protocol offered (expected "
+                                        "one of the configured MQTT subprotocols)")
+                                  : "none of the offered subprotocols \"" + std::string(offered) +
+                                        "\" is configured";
+        return out;
+    }
+    out.accepted = true;
+    out.status = 101;
+    out.protocol = std::move(protocol);
+    return out;
+}
+
+}  // namespace
+
+std::optional<upgrade_verdict> judge_upgrade_request(std::string_view request_head,
+                                                     const ws_options& options) {
+    http::request_parser<http::empty_body> parser;
+    parser.header_limit(upgrade_header_limit);
+    parser.eager(true);
+    boost::system::error_code ec;
+    std::size_t offset = 0;
+    while (offset < request_head.size() && !parser.is_done()) {
+        const auto n = parser.put(
+            asio::buffer(request_head.data() + offset, request_head.size() - offset), ec);
+        if (ec == http::error::need_more) {
+            return std::nullopt;  // the handshake would read on (until its deadline)
+        }
+        if (ec) {
+            return std::nullopt;  // malformed: the handshake fails with "upgrade"
+        }
+        if (n == 0) {
+            break;
+        }
+        offset += n;
+    }
+    if (!parser.is_done()) {
+        return std::nullopt;
+    }
+    return judge(parser.get(), options);
+}
+
 struct ws_handshaker::shared {
     ws_options options;
     std::shared_ptr<tls_context_provider> contexts;
@@ -184,9 +255,10 @@ struct ws_handshake_op : std::enable_shared_from_this<ws_handshake_op<Next>> {
     http::response<http::string_body> refusal;
     bool timed_out = false;
 
-    void run() {
+    void run(std::chrono::steady_clock::time_point deadline) {
         auto self = this->shared_from_this();
-        timer.expires_after(config->options.handshake.timeout);
+        timer.expires_at(std::min(
+            deadline, std::chrono::steady_clock::now() + config->options.handshake.timeout));
         timer.async_wait([self](const boost::system::error_code& ec) {
             if (!ec && self->transport) {
                 self->timed_out = true;
@@ -212,7 +284,7 @@ struct ws_handshake_op : std::enable_shared_from_this<ws_handshake_op<Next>> {
 
     void read_request() {
         auto self = this->shared_from_this();
-        parser.header_limit(8192);
+        parser.header_limit(upgrade_header_limit);
         http::async_read(transport->ws().next_layer(), buffer, parser,
                          [self](const boost::system::error_code& ec, std::size_t) {
                              if (ec) {
@@ -226,28 +298,12 @@ struct ws_handshake_op : std::enable_shared_from_this<ws_handshake_op<Next>> {
     void on_request() {
         const auto& request = parser.get();
         const auto& options = config->options;
-        if (!websocket::is_upgrade(request)) {
-            refuse(http::status::bad_request, "not a WebSocket upgrade request");
+        auto verdict = judge(request, options);
+        if (!verdict.accepted) {
+            refuse(static_cast<http::status>(verdict.status), std::move(verdict.why));
             return;
         }
-        auto target = std::string_view(request.target());
-        target = target.substr(0, target.find('?'));
-        if (target != options.path) {
-            refuse(http::status::not_found, "no WebSocket endpoint at " + std::string(target) +
-                                                " (MQTT is served at " + options.path + ")");
-            return;
-        }
-        const auto offered = std::string_view(request[http::field::sec_websocket_protocol]);
-        const auto protocol = choose_sub_protocol(offered, options.sub_protocols);
-        if (protocol.empty()) {
-            // [MQTT-6.0.0-3]/[MQTT-6.0.0-4]: the client must offer an MQTT subprotocol.
-            refuse(http::status::bad_request,
-                   offered.empty() ? std::string("no Sec-WebSocket-Protocol offered (expected "
-                                                 "one of the configured MQTT subprotocols)")
-                                   : "none of the offered subprotocols \"" + std::string(offered) +
-                                         "\" is configured");
-            return;
-        }
+        const std::string protocol = std::move(verdict.protocol);
         auto& ws = transport->ws();
         ws.set_option(websocket::stream_base::decorator([protocol](websocket::response_type& res) {
             res.set(http::field::sec_websocket_protocol, protocol);
@@ -307,7 +363,8 @@ struct ws_handshake_op : std::enable_shared_from_this<ws_handshake_op<Next>> {
 ws_handshaker::ws_handshaker(ws_options options, std::shared_ptr<tls_context_provider> contexts)
     : shared_(std::make_shared<const shared>(shared{std::move(options), std::move(contexts)})) {}
 
-void ws_handshaker::start(tcp::socket socket, std::string remote_address, done_handler done) {
+void ws_handshaker::start(tcp::socket socket, std::string remote_address,
+                          handshake_context accepted, done_handler done) {
     const auto max = shared_->options.max_message_size;
     if (shared_->contexts) {
         auto context = shared_->contexts->current();
@@ -315,12 +372,13 @@ void ws_handshaker::start(tcp::socket socket, std::string remote_address, done_h
         auto t = std::make_unique<ws_transport<tls_stream>>(
             std::move(context), std::move(remote_address), max, std::move(socket), ctx);
         std::make_shared<ws_handshake_op<tls_stream>>(std::move(t), std::move(done), shared_)
-            ->run();
+            ->run(accepted.deadline);
         return;
     }
     auto t = std::make_unique<ws_transport<tcp::socket>>(nullptr, std::move(remote_address), max,
                                                          std::move(socket));
-    std::make_shared<ws_handshake_op<tcp::socket>>(std::move(t), std::move(done), shared_)->run();
+    std::make_shared<ws_handshake_op<tcp::socket>>(std::move(t), std::move(done), shared_)
+        ->run(accepted.deadline);
 }
 
 }  // namespace starling::net

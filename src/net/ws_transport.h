@@ -10,7 +10,9 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace starling::net {
@@ -33,13 +35,30 @@ struct ws_options {
 std::string choose_sub_protocol(std::string_view offered,
                                 const std::vector<std::string>& configured);
 
+// How the handshake judges an upgrade request: accepted (101, with the subprotocol to echo) or
+// refused with the HTTP status it answers (400: not an upgrade, no MQTT subprotocol; 404: wrong
+// path) and why.
+struct upgrade_verdict {
+    bool accepted = false;
+    unsigned status = 400;
+    std::string protocol;  // accepted: the subprotocol echoed
+    std::string why;       // refused: the reason (logged, and the refusal's body)
+};
+
+// Parses `request_head` (an HTTP/1.x request head, as the client sends it) with the handshake's
+// own parser and limits, and judges it as the handshake does. nullopt when the bytes are not a
+// complete, well-formed head (the handshake reads on, or fails with reason "upgrade"). Pure: no
+// I/O. The WebSocket upgrade's fuzz target (tests/fuzz/ws_upgrade) drives it.
+std::optional<upgrade_verdict> judge_upgrade_request(std::string_view request_head,
+                                                     const ws_options& options);
+
 // Lifecycle and concurrency: see handshaker. `contexts` is null for plain ws.
 class ws_handshaker final : public handshaker {
   public:
     ws_handshaker(ws_options options, std::shared_ptr<tls_context_provider> contexts = nullptr);
 
     void start(boost::asio::ip::tcp::socket socket, std::string remote_address,
-               done_handler done) override;
+               handshake_context context, done_handler done) override;
 
     struct shared;  // ws_transport.cpp: the options, shared with handshakes in flight
 

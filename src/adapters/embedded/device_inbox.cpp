@@ -121,7 +121,13 @@ result<std::unique_ptr<embedded_device_inbox>> embedded_device_inbox::open(optio
         return ec;
     }
     std::unique_ptr<embedded_device_inbox> inbox(new embedded_device_inbox(std::move(opts), clk));
-    if (auto st = inbox->worker_.start(create_schema); !st) {
+    auto* raw = inbox.get();
+    auto st = inbox->worker_.start([raw](sqlite_db& db) -> status {
+        auto created = create_schema(db);
+        raw->synchronous_.store(db.pragma_int("synchronous"), std::memory_order_relaxed);
+        return created;
+    });
+    if (!st) {
         return st.error();
     }
     return inbox;

@@ -71,6 +71,8 @@ class embedded_device_inbox final : public device_inbox {
     bool healthy() const override;
 
     std::size_t queue_depth() const { return worker_.queue_depth(); }
+    // PRAGMA synchronous of the connection, read at open(): 1 = NORMAL, 2 = FULL (fsync_commits).
+    std::int64_t synchronous_mode() const { return synchronous_.load(std::memory_order_relaxed); }
 
   private:
     embedded_device_inbox(options opts, const clock& clk);
@@ -89,6 +91,7 @@ class embedded_device_inbox final : public device_inbox {
     const clock& clock_;
     sqlite_worker worker_;
     std::atomic<bool> storage_ok_{true};
+    std::atomic<std::int64_t> synchronous_{-1};
 };
 
 }  // namespace starling::adapters::embedded

@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <optional>
 #include <sstream>
 
 namespace starling::adapters::embedded {
@@ -139,14 +141,19 @@ void remove_tree(const std::filesystem::path& path) {
 log_engine::log_engine(embedded_log_config config)
     : config_(std::move(config)),
       clock_(config_.time_source != nullptr ? *config_.time_source : system_clock::instance()),
-      root_(config_.data_dir / "log") {}
+      root_(config_.data_dir / "log"),
+      monitor_disk_(config_.min_free_bytes > 0 || config_.slow_free_bytes > 0),
+      disk_source_(config_.disk_space_for_test ? config_.disk_space_for_test
+                                               : disk_space_source(statvfs_disk_space)) {}
 
 result<std::shared_ptr<log_engine>> log_engine::open(embedded_log_config config) {
     if (config.data_dir.empty() || config.segment_bytes == 0 ||
         config.segment_bytes > (2ULL << 30) || config.max_record_bytes == 0 ||
         config.max_record_bytes > log_format::max_frame_body || config.max_queued_records == 0 ||
         config.index_interval_bytes == 0 || config.fetch_buffer_bytes == 0 ||
-        (config.fsync == fsync_policy::interval && config.fsync_interval.count() <= 0)) {
+        (config.fsync == fsync_policy::interval && config.fsync_interval.count() <= 0) ||
+        config.default_retention_bytes < -1 || config.disk_check_interval.count() < 0 ||
+        (config.slow_free_bytes > 0 && config.slow_write_rate == 0)) {
         return make_error_code(log_errc::invalid_argument);
     }
     std::shared_ptr<log_engine> engine(new log_engine(std::move(config)));
@@ -154,6 +161,7 @@ result<std::shared_ptr<log_engine>> log_engine::open(embedded_log_config config)
         return recovered.error();
     }
     engine->next_sync_ = std::chrono::steady_clock::now() + engine->config_.fsync_interval;
+    engine->check_disk(true);  // before the writer starts: a full disk refuses from the start
     engine->writer_ = std::thread([raw = engine.get()] { raw->writer_loop(); });
     if (engine->config_.maintenance_interval.count() > 0) {
         engine->maintenance_ = std::thread([raw = engine.get()] { raw->maintenance_loop(); });
@@ -202,6 +210,9 @@ status log_engine::recover() {
                           topic.error().message());
             return topic.error();
         }
+        for (const auto& partition : (*topic)->partitions) {
+            quarantined_ += partition->quarantined();
+        }
         std::string name = (*topic)->spec.name;
         topics_.emplace(std::move(name), std::move(*topic));
     }
@@ -231,8 +242,9 @@ result<std::shared_ptr<log_engine::topic_state>> log_engine::load_topic(
     }
     topic->dir = dir;
     for (std::int32_t p = 0; p < topic->spec.partitions; ++p) {
-        auto partition =
-            std::make_shared<log_partition>(topic->spec.name, p, dir / std::to_string(p), config_);
+        auto partition = std::make_shared<log_partition>(
+            topic->spec.name, p, dir / std::to_string(p),
+            root_ / "quarantine" / dir.filename() / std::to_string(p), config_);
         if (auto recovered = partition->recover(); !recovered) {
             return recovered.error();
         }
@@ -308,7 +320,8 @@ status log_engine::create_topic(const topic_spec& spec) {
         remove_tree(topic->dir);  // a leftover without metadata (never a live topic)
         for (std::int32_t p = 0; p < spec.partitions; ++p) {
             auto partition = std::make_shared<log_partition>(
-                spec.name, p, topic->dir / std::to_string(p), config_);
+                spec.name, p, topic->dir / std::to_string(p),
+                root_ / "quarantine" / escape_name(spec.name) / std::to_string(p), config_);
             if (auto recovered = partition->recover(); !recovered) {
                 remove_tree(topic->dir);
                 return recovered.error();
@@ -408,6 +421,7 @@ void log_engine::produce(std::string_view topic, std::string key, std::string va
                          std::int32_t partition) {
     std::error_code error;
     std::shared_ptr<log_partition> target;
+    bool state_topic = false;
     {
         std::shared_lock lock(topics_mutex_);
         auto it = topics_.find(topic);
@@ -415,6 +429,7 @@ void log_engine::produce(std::string_view topic, std::string key, std::string va
             error = make_error_code(log_errc::unknown_topic);
         } else {
             const std::int32_t count = it->second->spec.partitions;
+            state_topic = it->second->spec.compacted;
             if (partition < 0) {
                 partition = partition_for_key(key, count);
             }
@@ -428,9 +443,6 @@ void log_engine::produce(std::string_view topic, std::string key, std::string va
     const std::size_t size = log_format::record_frame_size(key, value, headers);
     if (!error && size > config_.max_record_bytes) {
         error = make_error_code(log_errc::record_too_large);
-    }
-    if (!error && !healthy()) {
-        error = health_error();
     }
     const std::int64_t now = clock_.epoch_ms();
 
@@ -459,6 +471,7 @@ void log_engine::produce(std::string_view topic, std::string key, std::string va
         record.value = std::move(value);
         record.headers = std::move(headers);
         record.timestamp_ms = now;
+        record.state_topic = state_topic;
         ++queued_records_;
         queued_bytes_ += size;
     }
@@ -477,25 +490,39 @@ void log_engine::writer_loop() {
     const bool interval = config_.fsync == fsync_policy::interval;
     std::vector<pending_record> batch;
     for (;;) {
-        bool sync_due = false;
+        bool timer_due = false;
         {
             std::unique_lock lock(queue_mutex_);
+            // Slowed (low disk): the next batch waits for the previous one's share of
+            // slow_write_rate; records pile up in the bounded queue meanwhile.
+            while (!stopping_ && std::chrono::steady_clock::now() < pace_until_) {
+                queue_cv_.wait_until(lock, pace_until_);
+            }
             while (queue_.empty() && !stopping_) {
                 writer_idle_ = true;
+                // Wake at least every fsync interval (journal commits and written segments get
+                // their fdatasync even when no produce arrives) and every disk check interval
+                // (a low-disk state ends without traffic).
+                std::optional<std::chrono::steady_clock::time_point> wake;
                 if (interval) {
-                    // Wake at least every interval: journal commits and written segments get
-                    // their fdatasync even when no produce arrives.
-                    if (std::chrono::steady_clock::now() >= next_sync_) {
-                        sync_due = true;
-                        break;
-                    }
-                    queue_cv_.wait_until(lock, next_sync_);
-                } else {
-                    queue_cv_.wait(lock);
+                    wake = next_sync_;
                 }
+                if ((monitor_disk_ || space_error_) && config_.disk_check_interval.count() > 0) {
+                    // (0 = a reading before every batch only; nothing to wake for.)
+                    wake = wake ? std::min(*wake, next_disk_check_) : next_disk_check_;
+                }
+                if (!wake) {
+                    queue_cv_.wait(lock);
+                    continue;
+                }
+                if (std::chrono::steady_clock::now() >= *wake) {
+                    timer_due = true;
+                    break;
+                }
+                queue_cv_.wait_until(lock, *wake);
             }
             writer_idle_ = false;
-            if (!sync_due) {
+            if (!timer_due) {
                 if (queue_.empty()) {
                     break;  // stopping and drained
                 }
@@ -504,12 +531,15 @@ void log_engine::writer_loop() {
                 queued_bytes_ = 0;
             }
         }
-        if (!sync_due) {
+        if (!timer_due) {
             process(batch);
             batch.clear();
         }
         if (interval && std::chrono::steady_clock::now() >= next_sync_) {
             sync_unsynced();
+        }
+        if (timer_due) {
+            check_disk(false);
         }
     }
     // Clean stop: make everything written durable whatever the policy.
@@ -539,13 +569,15 @@ void log_engine::writer_loop() {
 }
 
 void log_engine::process(std::vector<pending_record>& batch) {
+    check_disk(false);
+    const bool refusing = current_disk_state() == disk_state::refusing;
+    std::uint64_t batch_bytes = 0;
+    bool failed = false;
     {
         std::lock_guard io(io_mutex_);
-        std::error_code refuse;
         std::error_code injected;
         {
             std::lock_guard lock(health_mutex_);
-            refuse = health_error_;
             injected = injected_error_;
         }
         touched_.clear();
@@ -554,12 +586,14 @@ void log_engine::process(std::vector<pending_record>& batch) {
                 continue;
             }
             log_partition* partition = record.partition.get();
-            if (refuse) {
-                record.error = refuse;
+            if (refusing && !record.state_topic) {
+                record.error = make_error_code(log_errc::disk_full);
+                disk_refused_.fetch_add(1, std::memory_order_relaxed);
                 continue;
             }
             if (partition->deleted()) {
                 record.error = make_error_code(log_errc::unknown_topic);
+                partition_written(partition);  // nothing of it left to be unhealthy about
                 continue;
             }
             if (!partition->in_batch()) {
@@ -576,6 +610,7 @@ void log_engine::process(std::vector<pending_record>& batch) {
                 continue;
             }
             record.offset = *offset;
+            batch_bytes += log_format::record_frame_size(record.key, record.value, record.headers);
         }
         for (log_partition* partition : touched_) {
             if (partition->batch_error()) {
@@ -599,21 +634,42 @@ void log_engine::process(std::vector<pending_record>& batch) {
         for (auto& record : batch) {
             if (!record.error && record.partition && record.partition->batch_error()) {
                 record.error = record.partition->batch_error();
+                if (record.error.category() == std::system_category() &&
+                    record.error.value() == EDQUOT) {
+                    record.error = make_error_code(log_errc::disk_full);  // a quota is a full disk
+                }
             }
         }
         for (log_partition* partition : touched_) {
             if (partition->batch_error()) {
                 spdlog::error("embedded log: write to {}-{} failed: {}", partition->topic(),
                               partition->id(), partition->batch_error().message());
-                set_unhealthy(partition->batch_error());
+                for (const auto& record : batch) {
+                    if (record.partition.get() == partition) {
+                        partition_write_failed(record.partition, partition->batch_error());
+                        break;
+                    }
+                }
+                failed = true;
                 partition->abort_batch();
             } else {
+                partition_written(partition);
                 if (config_.fsync == fsync_policy::interval) {
                     partition->collect_unsynced(unsynced_segments_, unsynced_directories_);
                 }
                 partition->publish_batch();
             }
         }
+    }
+    publish_write_health();
+    written_since_check_ += batch_bytes;
+    if (failed && (monitor_disk_ || space_error_)) {
+        next_disk_check_ = {};  // a full disk usually explains it: read the space before the next
+    }
+    if (current_disk_state() == disk_state::slowed && batch_bytes > 0) {
+        pace_until_ = std::chrono::steady_clock::now() +
+                      std::chrono::microseconds(static_cast<std::int64_t>(batch_bytes * 1000000 /
+                                                                          config_.slow_write_rate));
     }
     // Callbacks in produce order, after the records are readable.
     for (auto& record : batch) {
@@ -635,12 +691,16 @@ void log_engine::process(std::vector<pending_record>& batch) {
 }
 
 void log_engine::sync_unsynced() {
+    bool failed = false;
     for (const auto& segment : unsynced_segments_) {
         segment->unsynced = false;
         if (auto synced = sync_data(segment->fd.get()); !synced) {
+            // Records acknowledged in this interval may not survive a power loss (and Linux may
+            // not report the lost pages again): health stays DOWN until a sync round succeeds.
             spdlog::error("embedded log: fdatasync of {} failed: {}", segment->path.string(),
                           synced.error().message());
-            set_unhealthy(synced.error());
+            sync_failed(synced.error());
+            failed = true;
         }
     }
     unsynced_segments_.clear();
@@ -648,10 +708,14 @@ void log_engine::sync_unsynced() {
         // A deleted topic's directory is gone (ENOENT): nothing left to make durable.
         if (auto synced = sync_directory(dir);
             !synced && synced.error() != std::errc::no_such_file_or_directory) {
-            set_unhealthy(synced.error());
+            sync_failed(synced.error());
+            failed = true;
         }
     }
     unsynced_directories_.clear();
+    if (!failed) {
+        sync_succeeded();
+    }
     offsets_->sync_if_dirty();
     next_sync_ = std::chrono::steady_clock::now() + config_.fsync_interval;
 }
@@ -677,17 +741,172 @@ status log_engine::flush(std::chrono::milliseconds timeout) {
     return {};
 }
 
-void log_engine::set_unhealthy(std::error_code error) {
-    std::lock_guard lock(health_mutex_);
-    if (!health_error_) {
-        health_error_ = error;
+namespace {
+
+bool space_error(std::error_code error) {
+    return error == std::errc::no_space_on_device ||
+           (error.category() == std::system_category() && error.value() == EDQUOT) ||
+           error == log_errc::disk_full;
+}
+
+// A reading with at least this much free space ends an outstanding space error: the disk has
+// room again even if the failed partition has no traffic to prove it.
+constexpr std::uint64_t space_error_clear_bytes = 1U << 20;
+
+}  // namespace
+
+void log_engine::partition_write_failed(const std::shared_ptr<log_partition>& partition,
+                                        std::error_code error) {
+    write_errors_.fetch_add(1, std::memory_order_relaxed);
+    failing_[partition.get()] = {partition, error};
+    space_error_ = space_error_ || space_error(error);
+}
+
+void log_engine::partition_written(log_partition* partition) {
+    if (!failing_.empty()) {
+        failing_.erase(partition);
     }
+}
+
+void log_engine::sync_failed(std::error_code error) {
+    write_errors_.fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard lock(health_mutex_);
+    sync_error_ = error;
     healthy_.store(false, std::memory_order_release);
 }
 
-std::error_code log_engine::health_error() const {
+void log_engine::sync_succeeded() {
+    if (healthy_.load(std::memory_order_acquire)) {
+        return;  // the common case: nothing to clear, no lock
+    }
     std::lock_guard lock(health_mutex_);
-    return health_error_;
+    if (sync_error_) {
+        spdlog::info("embedded log: fdatasyncs succeed again after: {}", sync_error_.message());
+        sync_error_.clear();
+        healthy_.store(!write_error_, std::memory_order_release);
+    }
+}
+
+void log_engine::publish_write_health() {
+    space_error_ = std::any_of(failing_.begin(), failing_.end(),
+                               [](const auto& entry) { return space_error(entry.second.second); });
+    const std::error_code now =
+        failing_.empty() ? std::error_code{} : failing_.begin()->second.second;
+    if (!now && healthy_.load(std::memory_order_acquire)) {
+        return;  // the common case: nothing failed, nothing to clear
+    }
+    std::lock_guard lock(health_mutex_);
+    if (write_error_ && !now) {
+        spdlog::info("embedded log: writes succeed again after: {}", write_error_.message());
+    }
+    write_error_ = now;
+    healthy_.store(!write_error_ && !sync_error_, std::memory_order_release);
+}
+
+bool log_engine::healthy() const {
+    return healthy_.load(std::memory_order_acquire) && current_disk_state() != disk_state::refusing;
+}
+
+embedded_log_status log_engine::log_status() const {
+    embedded_log_status out;
+    out.disk = current_disk_state();
+    out.min_free_bytes = config_.min_free_bytes;
+    out.slow_free_bytes = config_.slow_free_bytes;
+    out.disk_refused_records = disk_refused_.load(std::memory_order_relaxed);
+    out.write_errors = write_errors_.load(std::memory_order_relaxed);
+    out.quarantined_segments = quarantined_;
+    std::lock_guard lock(health_mutex_);
+    out.space = space_;
+    out.write_error = write_error_ ? write_error_ : sync_error_;
+    return out;
+}
+
+void log_engine::check_disk(bool force) {
+    if (!monitor_disk_ && !space_error_) {
+        return;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    const disk_state before = current_disk_state();
+    if (!force && now < next_disk_check_) {
+        if (!monitor_disk_) {
+            return;  // only a space error to watch: its reading comes at the interval
+        }
+        // Between readings, assume every byte written came off the free space: a burst that may
+        // have crossed a watermark reads the file system at once.
+        std::uint64_t free = 0;
+        {
+            std::lock_guard lock(health_mutex_);
+            free = space_.free_bytes;
+        }
+        const std::uint64_t nearest =
+            before == disk_state::ok ? std::max(config_.min_free_bytes, config_.slow_free_bytes)
+                                     : config_.min_free_bytes;
+        const bool may_cross =
+            have_space_ && before != disk_state::refusing &&
+            (free < written_since_check_ || free - written_since_check_ < nearest);
+        if (!may_cross) {
+            return;
+        }
+    }
+    next_disk_check_ = now + config_.disk_check_interval;
+    written_since_check_ = 0;
+    auto space = disk_source_(config_.data_dir);
+    if (!space) {
+        if (!disk_read_failed_) {
+            spdlog::warn(
+                "embedded log: cannot read the free space of {}: {}; keeping the last "
+                "state ({})",
+                config_.data_dir.string(), space.error().message(), to_string(before));
+        }
+        disk_read_failed_ = true;
+        return;
+    }
+    disk_read_failed_ = false;
+    have_space_ = true;
+    {
+        std::lock_guard lock(health_mutex_);
+        space_ = *space;
+    }
+    const std::uint64_t free = space->free_bytes;
+    if (space_error_ && free >= space_error_clear_bytes) {
+        // Room again: a partition that failed for space is not held against health any more
+        // (its next write is tried as always).
+        std::erase_if(failing_, [](const auto& entry) { return space_error(entry.second.second); });
+        publish_write_health();
+    }
+    if (!monitor_disk_) {
+        return;
+    }
+    disk_state after = disk_state::ok;
+    if (config_.min_free_bytes > 0 && free < config_.min_free_bytes) {
+        after = disk_state::refusing;
+    } else if (config_.slow_free_bytes > 0 && free < config_.slow_free_bytes) {
+        after = disk_state::slowed;
+    }
+    if (after == before) {
+        return;
+    }
+    disk_state_.store(static_cast<std::uint8_t>(after), std::memory_order_release);
+    if (after == disk_state::refusing) {
+        spdlog::error(
+            "embedded log: {} bytes free on the file system of {}, below the minimum "
+            "{}: refusing every produce until space returns",
+            free, config_.data_dir.string(), config_.min_free_bytes);
+    } else if (after == disk_state::slowed) {
+        spdlog::warn(
+            "embedded log: {} bytes free on the file system of {}, below {}: writes "
+            "slowed to {} bytes/s",
+            free, config_.data_dir.string(), config_.slow_free_bytes, config_.slow_write_rate);
+    } else {
+        spdlog::info(
+            "embedded log: {} bytes free on the file system of {}: writes at full "
+            "speed again",
+            free, config_.data_dir.string());
+        pace_until_ = {};
+    }
+    if (after != disk_state::ok) {
+        request_maintenance();  // retention may free space now rather than in up to 30 s
+    }
 }
 
 void log_engine::inject_write_error_for_test(std::error_code error) {
@@ -703,13 +922,23 @@ void log_engine::maintenance_loop() {
     std::unique_lock lock(maintenance_wait_mutex_);
     while (!maintenance_stop_) {
         if (maintenance_cv_.wait_for(lock, config_.maintenance_interval,
-                                     [&] { return maintenance_stop_; })) {
+                                     [&] { return maintenance_stop_ || maintenance_requested_; }) &&
+            maintenance_stop_) {
             break;
         }
+        maintenance_requested_ = false;
         lock.unlock();
         run_maintenance(false);
         lock.lock();
     }
+}
+
+void log_engine::request_maintenance() {
+    {
+        std::lock_guard lock(maintenance_wait_mutex_);
+        maintenance_requested_ = true;
+    }
+    maintenance_cv_.notify_all();
 }
 
 void log_engine::run_maintenance(bool force) {
@@ -727,9 +956,14 @@ void log_engine::run_maintenance(bool force) {
             if (partition->deleted()) {
                 continue;
             }
-            if (topic->spec.retention_ms >= 0 || topic->spec.retention_bytes >= 0) {
-                partition->apply_retention(now, topic->spec.retention_ms,
-                                           topic->spec.retention_bytes);
+            // A topic without a size bound of its own gets the log's default, unless it is
+            // compacted (its closed segments hold the only copy of live keys).
+            const std::int64_t retention_bytes =
+                topic->spec.retention_bytes >= 0 || topic->spec.compacted
+                    ? topic->spec.retention_bytes
+                    : config_.default_retention_bytes;
+            if (topic->spec.retention_ms >= 0 || retention_bytes >= 0) {
+                partition->apply_retention(now, topic->spec.retention_ms, retention_bytes);
             }
             if (topic->spec.compacted) {
                 if (auto compacted = partition->compact(now, force); !compacted) {

@@ -16,8 +16,14 @@
 // Locks, in the order they may nest: admin_mutex_ (create/delete topic) -> maintenance_mutex_
 // -> io_mutex_ (held by the writer while it touches files) -> groups_mutex_ -> a consumer's
 // mutex -> a partition's mutex -> a log_waiter's mutex. topics_mutex_, queue_mutex_,
-// completion_mutex_, health_mutex_ and the offset store's mutex are taken with nothing else
-// acquired inside them.
+// completion_mutex_, health_mutex_, maintenance_wait_mutex_ and the offset store's mutex are
+// taken with nothing else acquired inside them.
+//
+// Disk space: the writer reads the free space of data_dir's file system (embedded_log_config
+// watermarks) before a batch when a reading is due, and on its own every disk_check_interval
+// while idle, so both the slowed and the refusing state end by themselves when space returns.
+// A failed write or fdatasync fails that batch and makes healthy() false; the next batch tries
+// again and a success clears it (no restart needed).
 // Lifecycle: open() recovers data_dir/log and starts the threads; stop() drains the queue
 // (every callback runs), syncs, joins the threads and fails later polls. Shared (shared_ptr)
 // by the facade and every consumer, so a consumer that outlives the facade stays valid.
@@ -63,7 +69,10 @@ class log_engine : public std::enable_shared_from_this<log_engine> {
                  std::vector<log_header> headers, produce_callback done, std::int32_t partition);
     result<std::unique_ptr<log_consumer>> create_consumer(const consumer_spec& spec);
     status flush(std::chrono::milliseconds timeout);
-    bool healthy() const { return healthy_.load(std::memory_order_acquire); }
+    // False while a write or fdatasync error is outstanding (until a later one succeeds) and
+    // while produces are refused for low disk space.
+    bool healthy() const;
+    embedded_log_status log_status() const;
     std::size_t queue_depth();
 
     // ---- for consumers ----
@@ -94,6 +103,9 @@ class log_engine : public std::enable_shared_from_this<log_engine> {
         std::int64_t timestamp_ms = 0;
         std::int64_t offset = -1;
         std::error_code error;
+        // A compacted (state) topic: still written below the free-space minimum, from the
+        // reserve it keeps (sessions, subscriptions: small, and clients need them to connect).
+        bool state_topic = false;
     };
 
     struct group_state {
@@ -110,9 +122,24 @@ class log_engine : public std::enable_shared_from_this<log_engine> {
     void sync_unsynced();
     void maintenance_loop();
     void run_maintenance(bool force);
+    void request_maintenance();
 
-    void set_unhealthy(std::error_code error);
-    std::error_code health_error() const;
+    // Writer thread: reads the free space when due (or when what was written since the last
+    // reading may have crossed a watermark) and moves between disk_state values.
+    void check_disk(bool force);
+    disk_state current_disk_state() const {
+        return static_cast<disk_state>(disk_state_.load(std::memory_order_acquire));
+    }
+    // Writer thread: a partition's write failed / succeeded. The log is unhealthy while any
+    // partition's last write failed (a success elsewhere says nothing about that file); a
+    // space error (ENOSPC, EDQUOT) also ends when a free-space reading shows room again.
+    void partition_write_failed(const std::shared_ptr<log_partition>& partition,
+                                std::error_code error);
+    void partition_written(log_partition* partition);
+    // Writer thread: an interval fdatasync round failed / succeeded.
+    void sync_failed(std::error_code error);
+    void sync_succeeded();
+    void publish_write_health();  // writer thread: failing_ and sync_error_ -> health
 
     void rebalance(const std::string& group_id, group_state& group);  // groups_mutex_ held
     void rebalance_subscribers(std::string_view topic);
@@ -153,11 +180,29 @@ class log_engine : public std::enable_shared_from_this<log_engine> {
     std::vector<std::shared_ptr<log_segment>> unsynced_segments_;
     std::vector<std::filesystem::path> unsynced_directories_;
     std::chrono::steady_clock::time_point next_sync_;
+    const bool monitor_disk_;  // a watermark is set
+    // Partitions whose last write failed, with the error (kept alive: a deleted topic's
+    // partition is dropped from here when its records are refused).
+    std::map<log_partition*, std::pair<std::shared_ptr<log_partition>, std::error_code>> failing_;
+    bool space_error_ = false;       // one of failing_ is ENOSPC / EDQUOT: read the space too
+    disk_space_source disk_source_;  // statvfs unless a test's
+    std::chrono::steady_clock::time_point next_disk_check_{};
+    std::uint64_t written_since_check_ = 0;               // bytes, for the crossing estimate
+    bool have_space_ = false;                             // one reading succeeded
+    bool disk_read_failed_ = false;                       // logged once per failure streak
+    std::chrono::steady_clock::time_point pace_until_{};  // slowed: next batch not before
 
-    std::atomic<bool> healthy_{true};
+    std::atomic<std::uint8_t> disk_state_{0};  // disk_state
+    std::atomic<std::uint64_t> disk_refused_{0};
+    std::atomic<std::uint64_t> write_errors_{0};
+    std::size_t quarantined_ = 0;  // set by recover()
+
+    std::atomic<bool> healthy_{true};  // no write error outstanding
     mutable std::mutex health_mutex_;
-    std::error_code health_error_;    // health_mutex_
+    std::error_code write_error_;     // health_mutex_: a failing partition's error (failing_)
+    std::error_code sync_error_;      // health_mutex_: a failed interval fdatasync
     std::error_code injected_error_;  // health_mutex_
+    disk_space space_;                // health_mutex_: the last reading
 
     std::mutex groups_mutex_;
     std::map<std::string, group_state, std::less<>> groups_;  // groups_mutex_
@@ -168,7 +213,8 @@ class log_engine : public std::enable_shared_from_this<log_engine> {
     std::mutex stop_mutex_;
     std::mutex maintenance_wait_mutex_;
     std::condition_variable maintenance_cv_;
-    bool maintenance_stop_ = false;  // maintenance_wait_mutex_
+    bool maintenance_stop_ = false;       // maintenance_wait_mutex_
+    bool maintenance_requested_ = false;  // maintenance_wait_mutex_: run now (low disk)
 
     std::thread writer_;
     std::thread maintenance_;

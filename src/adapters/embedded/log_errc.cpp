@@ -34,6 +34,8 @@ class log_category_impl final : public std::error_category {
                 return "flush() called from a produce callback";
             case log_errc::corrupt_data:
                 return "corrupt data in the log directory";
+            case log_errc::disk_full:
+                return "not enough free disk space for the message log";
         }
         return "unknown embedded log error";
     }
@@ -59,6 +61,8 @@ class log_category_impl final : public std::error_category {
                 return std::errc::resource_deadlock_would_occur;
             case log_errc::corrupt_data:
                 return std::errc::bad_message;
+            case log_errc::disk_full:
+                return std::errc::no_space_on_device;
         }
         return {value, *this};
     }

@@ -24,6 +24,7 @@ enum class log_errc {
     timed_out,          // flush() ran out of time
     would_deadlock,     // flush() called from a produce callback (the writer thread)
     corrupt_data,       // a file under data_dir failed its checks
+    disk_full,          // free space below min_free_bytes (or EDQUOT): retry when space returns
 };
 
 const std::error_category& log_category();

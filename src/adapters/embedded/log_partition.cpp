@@ -8,7 +8,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <limits>
 #include <unordered_map>
 
 namespace starling::adapters::embedded {
@@ -97,8 +99,13 @@ void remove_quietly(const std::filesystem::path& path) {
 }  // namespace
 
 log_partition::log_partition(std::string topic, std::int32_t id, std::filesystem::path dir,
+                             std::filesystem::path quarantine_dir,
                              const embedded_log_config& config)
-    : topic_(std::move(topic)), id_(id), dir_(std::move(dir)), config_(config) {}
+    : topic_(std::move(topic)),
+      id_(id),
+      dir_(std::move(dir)),
+      quarantine_dir_(std::move(quarantine_dir)),
+      config_(config) {}
 
 status log_partition::recover() {
     if (auto made = make_directories(dir_); !made) {
@@ -151,16 +158,28 @@ status log_partition::recover() {
     std::sort(bases.begin(), bases.end());
 
     std::int64_t last = -1;
-    for (std::int64_t base : bases) {
-        std::uint64_t truncated = 0;
+    for (std::size_t i = 0; i < bases.size(); ++i) {
+        const std::int64_t base = bases[i];
+        const bool active = i + 1 == bases.size();
+        const std::int64_t end = active ? std::numeric_limits<std::int64_t>::max() : bases[i + 1];
+        std::uint64_t bad = 0;
         auto segment = log_segment::recover(dir_ / log_segment::file_name(base), base, last + 1,
-                                            config_.index_interval_bytes, truncated);
+                                            end, config_.index_interval_bytes, active, bad);
         if (!segment) {
             return segment.error();
         }
-        if (truncated > 0) {
-            spdlog::warn("embedded log: {}-{}: cut {} bytes of torn or corrupt data from {}",
-                         topic_, id_, truncated, (*segment)->path.string());
+        if (bad > 0 && active) {
+            // Normal after a crash: the write in flight was torn.
+            spdlog::warn("embedded log: {}-{}: cut {} bytes of torn data from {}", topic_, id_, bad,
+                         (*segment)->path.string());
+        } else if (bad > 0) {
+            segment = quarantine(std::move(*segment), bad);
+            if (!segment) {
+                return segment.error();
+            }
+            if (*segment == nullptr) {
+                continue;  // nothing good in it: the partition goes on with the next segment
+            }
         }
         if ((*segment)->last_offset >= 0) {
             last = (*segment)->last_offset;
@@ -181,6 +200,75 @@ status log_partition::recover() {
     next_offset_ = std::max(active_->base_offset, last + 1);
     visible_next_ = next_offset_;
     return {};
+}
+
+result<std::shared_ptr<log_segment>> log_partition::quarantine(std::shared_ptr<log_segment> segment,
+                                                               std::uint64_t bad_bytes) {
+    ++quarantined_;
+    const std::uint64_t good = segment->size;
+    if (auto made = make_directories(quarantine_dir_); !made) {
+        return made.error();
+    }
+    // A unique name: the same base may be quarantined again after a later start.
+    const auto stamp = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+    const auto target =
+        quarantine_dir_ / (stem(segment->base_offset) + "-" + std::to_string(stamp) + ".log");
+    std::error_code ec;
+    std::filesystem::rename(segment->path, target, ec);
+    if (ec) {
+        return ec;
+    }
+    for (const auto& dir : {dir_, quarantine_dir_}) {
+        if (auto synced = sync_directory(dir); !synced) {
+            return synced.error();
+        }
+    }
+    spdlog::error(
+        "embedded log: {}-{}: CORRUPT closed segment {}: bad record at byte {} of {}; the file "
+        "was moved to {}. Offsets {}..{} are kept, the records after byte {} are lost and "
+        "reading continues with the next segment",
+        topic_, id_, segment->path.string(), good, good + bad_bytes, target.string(),
+        segment->base_offset, segment->last_offset, good);
+    if (good == 0 || segment->last_offset < 0) {
+        return std::shared_ptr<log_segment>();
+    }
+    // Keep the good prefix under the segment's own name: copied to a .tmp file (recover()
+    // deletes one a crash left behind), fdatasynced, renamed into place.
+    auto tmp = segment->path;
+    tmp += ".tmp";
+    auto out = open_file(tmp, O_RDWR | O_CREAT | O_TRUNC);
+    if (!out) {
+        return out.error();
+    }
+    std::vector<char> buffer(std::min<std::uint64_t>(good, scan_buffer_bytes));
+    for (std::uint64_t at = 0; at < good;) {
+        const auto want = std::min<std::uint64_t>(buffer.size(), good - at);
+        auto got = pread_full(segment->fd.get(), buffer.data(), want, at);
+        if (!got) {
+            return got.error();
+        }
+        if (*got == 0) {
+            return make_error_code(log_errc::corrupt_data);  // the file shrank under us
+        }
+        if (auto written = pwrite_all(out->get(), buffer.data(), *got, at); !written) {
+            return written.error();
+        }
+        at += *got;
+    }
+    if (auto synced = sync_data(out->get()); !synced) {
+        return synced.error();
+    }
+    std::filesystem::rename(tmp, segment->path, ec);
+    if (ec) {
+        return ec;
+    }
+    if (auto synced = sync_directory(dir_); !synced) {
+        return synced.error();
+    }
+    segment->fd = std::move(*out);
+    return segment;
 }
 
 std::int64_t log_partition::log_start_offset() const {
@@ -344,6 +432,13 @@ status log_partition::flush_staging() {
     if (staging_.empty()) {
         return {};
     }
+    if (active_->tail_dirty) {
+        // A failed batch left bytes past `written` that its cut did not remove.
+        if (auto cut = truncate_file(active_->fd.get(), active_->written); !cut) {
+            return cut.error();
+        }
+        active_->tail_dirty = false;
+    }
     auto written =
         pwrite_all(active_->fd.get(), staging_.data(), staging_.size(), active_->written);
     if (!written) {
@@ -360,13 +455,16 @@ status log_partition::roll() {
         return flushed.error();
     }
     auto segment = log_segment::create(dir_, next_offset_);
+    if (!segment && segment.error() == std::errc::file_exists) {
+        // An empty file a failed batch rolled to and could not remove: no record lives in it
+        // (nothing published has this base), so start it again.
+        remove_quietly(dir_ / log_segment::file_name(next_offset_));
+        segment = log_segment::create(dir_, next_offset_);
+    }
     if (!segment) {
         return segment.error();
     }
-    {
-        std::lock_guard lock(mutex_);
-        segments_.push_back(*segment);
-    }
+    rolled_.push_back(*segment);  // published with the batch (publish_batch)
     active_ = std::move(*segment);
     batch_segments_.push_back(active_);
     rolled_in_batch_ = true;
@@ -403,6 +501,7 @@ void log_partition::collect_unsynced(std::vector<std::shared_ptr<log_segment>>& 
 void log_partition::publish_batch() {
     {
         std::lock_guard lock(mutex_);
+        segments_.insert(segments_.end(), rolled_.begin(), rolled_.end());
         for (const auto& segment : batch_segments_) {
             segment->size = segment->written;
             segment->last_offset = segment->staged_last_offset;
@@ -416,6 +515,7 @@ void log_partition::publish_batch() {
             waiter->notify();
         }
     }
+    rolled_.clear();
     batch_segments_.clear();
     in_batch_ = false;
     rolled_in_batch_ = false;
@@ -424,19 +524,33 @@ void log_partition::publish_batch() {
 
 void log_partition::abort_batch() {
     staging_.clear();
+    // Segments rolled to in this batch were never published: drop them, and the next record
+    // goes back to the segment its offset follows (a record in a segment whose base is above
+    // its offset would be lost to readers and to recovery).
+    for (const auto& segment : rolled_) {
+        std::erase(batch_segments_, segment);
+        remove_quietly(segment->path);  // if this fails, roll() replaces the empty file
+    }
+    rolled_.clear();
     {
         std::lock_guard lock(mutex_);
         next_offset_ = visible_next_;
+        active_ = segments_.back();
         for (const auto& segment : batch_segments_) {
-            // Cut back whatever of the batch reached the file (best effort: the log is
-            // unhealthy from here on and a restart's recovery has the last word).
-            (void)truncate_file(segment->fd.get(), segment->size);
+            // Cut back whatever of the batch reached the file; if even that fails, the next
+            // write cuts it first (tail_dirty), so no stale frame follows new ones.
+            if (!truncate_file(segment->fd.get(), segment->size)) {
+                segment->tail_dirty = true;
+            }
             segment->written = segment->size;
             segment->staged_last_offset = segment->last_offset;
             segment->staged_max_timestamp = segment->max_timestamp;
             segment->staged_index.clear();
             segment->last_indexed_position =
                 segment->index.empty() ? 0 : segment->index.back().position;
+            if (segment->last_offset < 0) {
+                segment->first_timestamp = no_timestamp;  // still empty: no age to roll by
+            }
         }
     }
     batch_segments_.clear();

@@ -40,15 +40,22 @@ namespace starling::adapters::embedded {
 
 class log_partition {
   public:
+    // `quarantine_dir`: where recover() moves a closed segment with a corrupt record.
     log_partition(std::string topic, std::int32_t id, std::filesystem::path dir,
-                  const embedded_log_config& config);
+                  std::filesystem::path quarantine_dir, const embedded_log_config& config);
 
     log_partition(const log_partition&) = delete;
     log_partition& operator=(const log_partition&) = delete;
 
     // Start-up: creates the directory if needed, finishes or discards an interrupted
-    // compaction, scans every segment (truncating a torn tail) and rebuilds the offsets.
+    // compaction, scans every segment and rebuilds the offsets. A bad tail of the active (last)
+    // segment is a torn write and is cut. A bad record in a closed segment is damage: the file is
+    // moved to the quarantine directory, its good prefix is kept as the segment, and the records
+    // after the damage are lost (offsets continue with the next segment); logged as an error and
+    // counted in quarantined().
     status recover();
+    // Closed segments recover() quarantined.
+    std::size_t quarantined() const { return quarantined_; }
 
     const std::string& topic() const { return topic_; }
     std::int32_t id() const { return id_; }
@@ -91,7 +98,10 @@ class log_partition {
                           std::vector<std::filesystem::path>& directories);
     // Makes the batch readable and notifies waiting consumers.
     void publish_batch();
-    // Forgets the batch after a failure (nothing of it becomes readable).
+    // Forgets the batch after a failure (nothing of it becomes readable): the files are cut
+    // back (or marked to be cut before the next write), segments the batch rolled to are
+    // removed, and the next record gets the first unpublished offset again — so a later batch
+    // can succeed once the cause (a full disk) is gone.
     void abort_batch();
     // Marks this partition's part of the batch failed (the first error is kept).
     void fail_batch(std::error_code error) {
@@ -118,11 +128,16 @@ class log_partition {
   private:
     status roll();
     status flush_staging();
+    // recover(): moves a closed segment with a bad record aside and keeps its good prefix.
+    result<std::shared_ptr<log_segment>> quarantine(std::shared_ptr<log_segment> segment,
+                                                    std::uint64_t bad_bytes);
 
     const std::string topic_;
     const std::int32_t id_;
     const std::filesystem::path dir_;
+    const std::filesystem::path quarantine_dir_;
     const embedded_log_config config_;  // a copy: partitions may outlive the engine's setup
+    std::size_t quarantined_ = 0;       // set by recover()
 
     mutable std::mutex mutex_;
     std::vector<std::shared_ptr<log_segment>> segments_;  // guarded by mutex_
@@ -132,6 +147,10 @@ class log_partition {
 
     // Writer thread only.
     std::shared_ptr<log_segment> active_;
+    // Segments rolled to in the current batch: in segments_ only from publish_batch() on, so
+    // neither readers nor retention or compaction see a segment (or treat its predecessor as
+    // closed) before the batch that created it succeeded.
+    std::vector<std::shared_ptr<log_segment>> rolled_;
     std::int64_t next_offset_ = 0;
     std::string staging_;
     std::vector<std::shared_ptr<log_segment>> batch_segments_;

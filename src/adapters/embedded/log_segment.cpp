@@ -38,12 +38,11 @@ result<std::shared_ptr<log_segment>> log_segment::create(const std::filesystem::
     return segment;
 }
 
-result<std::shared_ptr<log_segment>> log_segment::recover(const std::filesystem::path& path,
-                                                          std::int64_t base_offset,
-                                                          std::int64_t min_offset,
-                                                          std::uint32_t index_interval_bytes,
-                                                          std::uint64_t& truncated_bytes) {
-    truncated_bytes = 0;
+result<std::shared_ptr<log_segment>> log_segment::recover(
+    const std::filesystem::path& path, std::int64_t base_offset, std::int64_t min_offset,
+    std::int64_t end_offset, std::uint32_t index_interval_bytes, bool cut_bad_tail,
+    std::uint64_t& bad_bytes) {
+    bad_bytes = 0;
     auto segment = std::make_shared<log_segment>();
     segment->base_offset = base_offset;
     segment->path = path;
@@ -84,7 +83,8 @@ result<std::shared_ptr<log_segment>> log_segment::recover(const std::filesystem:
                 }
                 break;
             }
-            if (status == log_format::parse_status::corrupt || record.offset < expected_min) {
+            if (status == log_format::parse_status::corrupt || record.offset < expected_min ||
+                record.offset >= end_offset) {
                 bad = true;
                 break;
             }
@@ -104,9 +104,11 @@ result<std::shared_ptr<log_segment>> log_segment::recover(const std::filesystem:
         position += used;
     }
     if (position < *length) {
-        truncated_bytes = *length - position;
-        if (auto cut = truncate_file(segment->fd.get(), position); !cut) {
-            return cut.error();
+        bad_bytes = *length - position;
+        if (cut_bad_tail) {
+            if (auto cut = truncate_file(segment->fd.get(), position); !cut) {
+                return cut.error();
+            }
         }
     }
     segment->size = position;

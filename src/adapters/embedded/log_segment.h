@@ -52,6 +52,8 @@ struct log_segment {
     std::vector<log_index_entry> staged_index;
     std::int64_t first_timestamp = no_timestamp;  // for time-based rolling
     bool unsynced = false;                        // queued for the next interval fdatasync
+    // A failed batch could not cut its bytes back (ftruncate failed): cut before the next write.
+    bool tail_dirty = false;
 
     // File position to start reading at for `offset` (largest indexed offset <= it, else 0).
     std::uint64_t floor_position(std::int64_t offset) const;
@@ -61,13 +63,16 @@ struct log_segment {
                                                        std::int64_t base_offset);
 
     // Opens an existing file and scans it: every frame's length and CRC is checked and offsets
-    // must increase from max(base_offset, min_offset). At the first bad frame the file is
-    // truncated (a torn write); `truncated_bytes` says how much was cut.
-    static result<std::shared_ptr<log_segment>> recover(const std::filesystem::path& path,
-                                                        std::int64_t base_offset,
-                                                        std::int64_t min_offset,
-                                                        std::uint32_t index_interval_bytes,
-                                                        std::uint64_t& truncated_bytes);
+    // must increase from max(base_offset, min_offset) and stay below `end_offset` (the next
+    // segment's base; a record at or past it cannot belong here). `bad_bytes` is what follows the
+    // last good frame (0 when the whole file is good). With `cut_bad_tail` (the active segment: a
+    // torn write after a crash is normal) those bytes are truncated; without it (a closed segment,
+    // where they mean damage) the file is left as it is and the segment covers the good prefix
+    // only — the caller decides what to do with the file.
+    static result<std::shared_ptr<log_segment>> recover(
+        const std::filesystem::path& path, std::int64_t base_offset, std::int64_t min_offset,
+        std::int64_t end_offset, std::uint32_t index_interval_bytes, bool cut_bad_tail,
+        std::uint64_t& bad_bytes);
 
     static std::string file_name(std::int64_t base_offset);  // "00000000000000000042.log"
 };

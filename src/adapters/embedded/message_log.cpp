@@ -50,6 +50,8 @@ status embedded_message_log::flush(std::chrono::milliseconds timeout) {
 
 bool embedded_message_log::healthy() const { return engine_->healthy(); }
 
+embedded_log_status embedded_message_log::log_status() const { return engine_->log_status(); }
+
 std::size_t embedded_message_log::queue_depth() const { return engine_->queue_depth(); }
 
 void embedded_message_log::run_maintenance_for_test() { engine_->run_maintenance_for_test(); }

@@ -14,8 +14,12 @@
 // Threads: every produce callback runs on the log's writer thread, in produce order, except
 // after stop() has finished, when produce() runs it at once on the caller's thread with
 // log_errc::stopped. All methods are thread-safe; a consumer is used by one thread at a time.
-// Errors: log_errc (log_errc.h), or the errno of a failed file operation; after a failed write
-// or fdatasync healthy() is false and every produce fails with that error until restart.
+// Errors: log_errc (log_errc.h), or the errno of a failed file operation. A failed write or
+// fdatasync fails its batch and makes healthy() false; later produces are tried again and the
+// first batch that succeeds makes it true (a disk that was full and has room again needs no
+// restart). Below the free-space minimum (embedded_log_config::min_free_bytes) every produce to
+// a non-compacted topic fails with log_errc::disk_full (== std::errc::no_space_on_device) and
+// healthy() is false, until space returns.
 
 #include "adapters/embedded/log_config.h"
 #include "adapters/embedded/log_errc.h"
@@ -55,6 +59,10 @@ class embedded_message_log final : public message_log {
     result<std::unique_ptr<log_consumer>> create_consumer(const consumer_spec& spec) override;
     status flush(std::chrono::milliseconds timeout) override;
     bool healthy() const override;
+
+    // Disk state, outstanding write error and counters, for health details and metrics. Cheap
+    // (reads what the writer keeps); any thread.
+    embedded_log_status log_status() const;
 
     // Records accepted by produce() and not yet taken by the writer (for a gauge).
     std::size_t queue_depth() const;

@@ -125,6 +125,7 @@ result<offset_map> decode_offsets(const std::string& text) {
 sqlite_metadata_store::sqlite_metadata_store(options opts, const clock& clk)
     : options_(std::move(opts)),
       clock_(clk),
+      unauthorized_limiter_(options_.unauthorized, clk),
       worker_(sqlite_worker::options{
           .path = options_.data_dir / "metadata.db",
           .queue_capacity = options_.queue_capacity,
@@ -144,7 +145,9 @@ result<std::unique_ptr<sqlite_metadata_store>> sqlite_metadata_store::open(optio
         return ec;
     }
     std::unique_ptr<sqlite_metadata_store> store(new sqlite_metadata_store(std::move(opts), clk));
-    auto st = store->worker_.start([&clk](sqlite_db& db) -> status {
+    auto* raw = store.get();
+    auto st = store->worker_.start([&clk, raw](sqlite_db& db) -> status {
+        raw->synchronous_.store(db.pragma_int("synchronous"), std::memory_order_relaxed);
         auto version = apply_sql_migrations(db, embedded_sql_migrations(), clk.epoch_ms());
         if (!version) {
             return version.error();
@@ -477,10 +480,17 @@ void sqlite_metadata_store::find_application_shared_subscription(
 // --- unauthorized-client log -----------------------------------------------------------------
 
 void sqlite_metadata_store::record_unauthorized(unauthorized_client entry, done_callback done) {
-    submit(std::move(done), [this, e = std::move(entry)](sqlite_db& db) -> status {
-        if (e.client_id.empty()) {
-            return make_error_code(store_errc::invalid_argument);
-        }
+    if (entry.client_id.empty()) {
+        done(make_error_code(store_errc::invalid_argument));
+        return;
+    }
+    // Rate limits first, on the caller's thread: a dropped row never takes a queue slot that
+    // a credential lookup may need (port: metadata_store.h, unauthorized_client).
+    if (!unauthorized_limiter_.admit(entry.ip_address)) {
+        done(status{});
+        return;
+    }
+    submit(std::move(done), [this, e = clamp(std::move(entry))](sqlite_db& db) -> status {
         const std::int64_t now = clock_.epoch_ms();
         auto tx = sqlite_transaction::begin(db);
         if (!tx) {
@@ -513,6 +523,18 @@ void sqlite_metadata_store::record_unauthorized(unauthorized_client entry, done_
             .bind(6, std::int64_t{e.tls_used})
             .bind(7, e.reason);
         if (auto st = stmt->run(); !st) {
+            return st;
+        }
+        // Row cap: the newest max_rows stay (an index walk over the ts index).
+        auto trim = db.prepare(
+            "DELETE FROM unauthorized_client WHERE client_id IN (SELECT client_id FROM"
+            " unauthorized_client ORDER BY ts DESC, client_id DESC LIMIT -1 OFFSET ?)");
+        if (!trim) {
+            return trim.error();
+        }
+        if (auto st =
+                trim->bind(1, static_cast<std::int64_t>(options_.unauthorized.max_rows)).run();
+            !st) {
             return st;
         }
         return tx->commit();

@@ -11,9 +11,12 @@
 // store's own thread (sqlite_worker, one connection) in call order, and the callback runs
 // there too. A call that finds the queue full (options::queue_capacity waiting calls) or the
 // store stopped completes inline, on the caller's thread, with store_errc::queue_full /
-// store_errc::stopped — the one case where a callback runs on the caller's thread.
+// store_errc::stopped — and so does a record_unauthorized that the log's rate limits drop
+// (success) or that has no client id (invalid_argument); the only cases where a callback runs
+// on the caller's thread.
 
 #include "adapters/embedded/sqlite_worker.h"
+#include "adapters/unauthorized_log.h"
 #include "base/result.h"
 #include "starling/clock.h"
 #include "starling/metadata_store.h"
@@ -34,6 +37,8 @@ class sqlite_metadata_store final : public metadata_store {
         std::size_t queue_capacity = 10000;  // waiting calls; beyond: store_errc::queue_full
         bool fsync_commits = false;          // synchronous=FULL: survive power loss too
         std::int64_t unauthorized_ttl_ms = 3LL * 24 * 3600 * 1000;  // TBMQ keeps 3 days
+        // Row cap and write rates of the unauthorized-client log (adapters/unauthorized_log.h).
+        unauthorized_log_options unauthorized{};
     };
 
     static result<std::unique_ptr<sqlite_metadata_store>> open(options opts, const clock& clk);
@@ -71,8 +76,12 @@ class sqlite_metadata_store final : public metadata_store {
     void get_setting(std::string key, callback<std::optional<std::string>> done) override;
 
     bool healthy() const override;
+    // PRAGMA synchronous of the connection, read at open(): 1 = NORMAL, 2 = FULL (fsync_commits).
+    std::int64_t synchronous_mode() const { return synchronous_.load(std::memory_order_relaxed); }
 
     std::size_t queue_depth() const { return worker_.queue_depth(); }
+    // Unauthorized-client rows dropped by the log's rate limits since open().
+    std::uint64_t unauthorized_dropped() const { return unauthorized_limiter_.dropped(); }
 
   private:
     sqlite_metadata_store(options opts, const clock& clk);
@@ -86,8 +95,10 @@ class sqlite_metadata_store final : public metadata_store {
 
     const options options_;
     const clock& clock_;
+    unauthorized_log_limiter unauthorized_limiter_;
     sqlite_worker worker_;
     std::atomic<bool> storage_ok_{true};
+    std::atomic<std::int64_t> synchronous_{-1};
     std::mt19937_64 uuid_random_;  // worker thread only
 };
 

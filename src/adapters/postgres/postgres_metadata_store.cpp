@@ -220,7 +220,10 @@ std::string postgres_conninfo(const config::postgres_metadata_config& config) {
 
 postgres_metadata_store::postgres_metadata_store(pg_pool::options pool_options, const clock& clk,
                                                  tuning t)
-    : clock_(clk), tuning_(t), pool_(std::move(pool_options)) {}
+    : clock_(clk),
+      tuning_(t),
+      unauthorized_limiter_(tuning_.unauthorized, clk),
+      pool_(std::move(pool_options)) {}
 
 result<std::unique_ptr<postgres_metadata_store>> postgres_metadata_store::open(
     const config::postgres_metadata_config& config, const clock& clk, tuning t) {
@@ -555,12 +558,20 @@ void postgres_metadata_store::find_application_shared_subscription(
 // --- unauthorized-client log -----------------------------------------------------------------
 
 void postgres_metadata_store::record_unauthorized(unauthorized_client entry, done_callback done) {
+    if (entry.client_id.empty()) {
+        done(make_error_code(pg_errc::invalid_argument));
+        return;
+    }
+    // Rate limits first, on the caller's thread: a dropped row never takes a queue slot that
+    // a credential lookup may need (port: metadata_store.h, unauthorized_client).
+    if (!unauthorized_limiter_.admit(entry.ip_address)) {
+        done(status{});
+        return;
+    }
+    entry = clamp(std::move(entry));
     const std::string key = entry.client_id;
     post_call(pool_, &key, std::move(done),
               [this, e = std::move(entry)](pqxx::connection_base& conn) -> status {
-                  if (e.client_id.empty()) {
-                      return make_error_code(pg_errc::invalid_argument);
-                  }
                   const std::int64_t now = clock_.epoch_ms();
                   pqxx::work tx(conn);
                   // Expiring on the write path bounds the table without a timer (an indexed
@@ -576,6 +587,11 @@ void postgres_metadata_store::record_unauthorized(unauthorized_client entry, don
                       " tls_used = excluded.tls_used, reason = excluded.reason",
                       e.client_id, e.ip_address, e.ts_ms != 0 ? e.ts_ms : now, e.username,
                       e.password_provided, e.tls_used, e.reason);
+                  // Row cap: the newest max_rows stay.
+                  tx.exec_params(
+                      "DELETE FROM unauthorized_client WHERE client_id IN (SELECT client_id FROM"
+                      " unauthorized_client ORDER BY ts DESC, client_id DESC OFFSET $1)",
+                      static_cast<std::int64_t>(tuning_.unauthorized.max_rows));
                   tx.commit();
                   return {};
               });

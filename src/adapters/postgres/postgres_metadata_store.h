@@ -21,6 +21,7 @@
 // upsert or a delete), so a call whose connection broke is retried once on a fresh connection.
 
 #include "adapters/postgres/pg_pool.h"
+#include "adapters/unauthorized_log.h"
 #include "base/result.h"
 #include "config/postgres_metadata_config.h"
 #include "starling/clock.h"
@@ -38,6 +39,8 @@ class postgres_metadata_store final : public metadata_store {
     // Tuning that is not operator configuration (tests shorten the intervals).
     struct tuning {
         std::int64_t unauthorized_ttl_ms = 3LL * 24 * 3600 * 1000;  // TBMQ keeps 3 days
+        // Row cap and write rates of the unauthorized-client log (adapters/unauthorized_log.h).
+        unauthorized_log_options unauthorized{};
         std::chrono::milliseconds backoff_initial{100};
         std::chrono::milliseconds backoff_max{5000};
         std::chrono::milliseconds keepalive{5000};
@@ -82,12 +85,15 @@ class postgres_metadata_store final : public metadata_store {
 
     // Calls waiting for a connection, for a gauge.
     std::size_t queue_depth() const { return pool_.queue_depth(); }
+    // Unauthorized-client rows dropped by the log's rate limits since open().
+    std::uint64_t unauthorized_dropped() const { return unauthorized_limiter_.dropped(); }
 
   private:
     postgres_metadata_store(pg_pool::options pool_options, const clock& clk, tuning t);
 
     const clock& clock_;
     const tuning tuning_;
+    unauthorized_log_limiter unauthorized_limiter_;
     pg_pool pool_;
 };
 

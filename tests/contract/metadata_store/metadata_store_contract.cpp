@@ -1,7 +1,9 @@
 #include "contract/metadata_store/metadata_store_contract.h"
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
+#include <string>
 
 namespace starling::testing {
 
@@ -282,6 +284,72 @@ TEST_P(metadata_store_contract, unauthorized_log_lists_newest_first_one_row_per_
     EXPECT_EQ((*rows)[0].client_id, "a");
     EXPECT_EQ((*rows)[0].reason, "again");
     EXPECT_EQ((*rows)[1].client_id, "c");
+}
+
+// Fields come from the client (a client id may be 64 KiB): stored cut to the port's bounds, at a
+// UTF-8 character boundary.
+TEST_P(metadata_store_contract, unauthorized_log_stores_bounded_fields) {
+    std::string username = "a";
+    for (int i = 0; i < 500; ++i) {
+        username += "\xc3\xa9";  // é: two bytes, so byte 256 falls inside one
+    }
+    ASSERT_TRUE(record_unauthorized({.client_id = std::string(64 * 1024, 'x'),
+                                     .ip_address = "10.0.0.1",
+                                     .ts_ms = clock_.epoch_ms(),
+                                     .username = username,
+                                     .password_provided = true,
+                                     .tls_used = false,
+                                     .reason = std::string(5000, 'r')}));
+    auto rows = list_unauthorized(10);
+    ASSERT_TRUE(rows) << rows.error().message();
+    ASSERT_EQ(rows->size(), 1u);
+    EXPECT_EQ((*rows)[0].client_id, std::string(unauthorized_max_id_bytes, 'x'));
+    EXPECT_EQ((*rows)[0].username, username.substr(0, 255)) << "cut before the split é";
+    EXPECT_EQ((*rows)[0].reason, std::string(unauthorized_max_reason_bytes, 'r'));
+    // A second long id with the same first 256 bytes is the same row.
+    ASSERT_TRUE(record_unauthorized({.client_id = std::string(300, 'x'),
+                                     .ip_address = "10.0.0.2",
+                                     .ts_ms = clock_.epoch_ms(),
+                                     .reason = "again"}));
+    rows = list_unauthorized(10);
+    ASSERT_TRUE(rows);
+    ASSERT_EQ(rows->size(), 1u);
+    EXPECT_EQ((*rows)[0].reason, "again");
+}
+
+// A flood from one address writes a bounded number of rows (10 per minute by default), and
+// reports success for the ones it drops; other addresses are not affected.
+TEST_P(metadata_store_contract, unauthorized_log_rate_limits_each_address) {
+    const std::int64_t now = clock_.epoch_ms();
+    for (int i = 0; i < 50; ++i) {
+        ASSERT_TRUE(record_unauthorized({.client_id = "flood-" + std::to_string(i),
+                                         .ip_address = "203.0.113.9",
+                                         .ts_ms = now,
+                                         .reason = "bad password"}));
+    }
+    ASSERT_TRUE(record_unauthorized(
+        {.client_id = "other", .ip_address = "203.0.113.10", .ts_ms = now, .reason = "x"}));
+    auto rows = list_unauthorized(1000);
+    ASSERT_TRUE(rows) << rows.error().message();
+    std::size_t flood = 0;
+    for (const auto& row : *rows) {
+        flood += row.ip_address == "203.0.113.9" ? 1 : 0;
+    }
+    EXPECT_EQ(flood, 10u);
+    EXPECT_EQ(rows->size(), 11u);
+    // The bucket refills: one row per 6 s for that address.
+    clock_.advance(std::chrono::seconds(6));
+    ASSERT_TRUE(record_unauthorized({.client_id = "flood-late",
+                                     .ip_address = "203.0.113.9",
+                                     .ts_ms = clock_.epoch_ms(),
+                                     .reason = "bad password"}));
+    ASSERT_TRUE(record_unauthorized({.client_id = "flood-later",
+                                     .ip_address = "203.0.113.9",
+                                     .ts_ms = clock_.epoch_ms(),
+                                     .reason = "bad password"}));
+    rows = list_unauthorized(1000);
+    ASSERT_TRUE(rows);
+    EXPECT_EQ(rows->size(), 12u);
 }
 
 // --- settings ----------------------------------------------------------------------------------

@@ -271,6 +271,32 @@ TEST_F(postgres_metadata_store_test, statement_timeout_fails_the_call) {
     EXPECT_TRUE(store->healthy());
 }
 
+TEST_F(postgres_metadata_store_test, unauthorized_log_keeps_the_newest_max_rows) {
+    postgres_metadata_store::tuning t;
+    t.unauthorized.max_rows = 5;
+    t.unauthorized.rows_per_address = 0;  // unlimited: the cap alone is under test
+    t.unauthorized.rows_per_second = 0;
+    auto store = open_store(t);
+    ASSERT_TRUE(store);
+    const std::int64_t start = clock_.epoch_ms();
+    for (int i = 0; i < 20; ++i) {
+        ASSERT_TRUE(await<status>([&](auto done) {
+            store->record_unauthorized({.client_id = "c" + std::to_string(i),
+                                        .ip_address = "10.0.0.1",
+                                        .ts_ms = start + i,
+                                        .reason = "r"},
+                                       done);
+        }));
+    }
+    EXPECT_EQ(count(cfg_, "SELECT count(*) FROM unauthorized_client"), 5);
+    auto rows = await<result<std::vector<unauthorized_client>>>(
+        [&](auto done) { store->list_unauthorized(100, done); });
+    ASSERT_TRUE(rows) << rows.error().message();
+    ASSERT_EQ(rows->size(), 5u);
+    EXPECT_EQ(rows->front().client_id, "c19");
+    EXPECT_EQ(rows->back().client_id, "c15");
+}
+
 TEST_F(postgres_metadata_store_test, unauthorized_entries_expire_after_the_ttl) {
     auto store = open_store({.unauthorized_ttl_ms = 1000});
     ASSERT_TRUE(store);

@@ -110,6 +110,46 @@ TEST_F(sqlite_metadata_store_test, reopen_finds_the_data) {
               static_cast<std::int64_t>(embedded_sql_migrations().size()));
 }
 
+TEST_F(sqlite_metadata_store_test, unauthorized_log_keeps_the_newest_max_rows) {
+    sqlite_metadata_store::options options{.data_dir = dir_.path()};
+    options.unauthorized.max_rows = 5;
+    options.unauthorized.rows_per_address = 0;  // unlimited: the cap alone is under test
+    options.unauthorized.rows_per_second = 0;
+    auto opened = sqlite_metadata_store::open(options, clock_);
+    ASSERT_TRUE(opened) << opened.error().message();
+    auto store = std::move(*opened);
+    const std::int64_t start = clock_.epoch_ms();
+    for (int i = 0; i < 20; ++i) {
+        ASSERT_TRUE(await<status>([&](auto done) {
+            store->record_unauthorized({.client_id = "c" + std::to_string(i),
+                                        .ip_address = "10.0.0.1",
+                                        .ts_ms = start + i,
+                                        .reason = "r"},
+                                       done);
+        }));
+    }
+    auto rows = await<result<std::vector<unauthorized_client>>>(
+        [&](auto done) { store->list_unauthorized(100, done); });
+    ASSERT_TRUE(rows) << rows.error().message();
+    ASSERT_EQ(rows->size(), 5u);
+    EXPECT_EQ(rows->front().client_id, "c19");
+    EXPECT_EQ(rows->back().client_id, "c15");
+    EXPECT_EQ(store->unauthorized_dropped(), 0u);
+}
+
+TEST_F(sqlite_metadata_store_test, unauthorized_rows_over_the_rate_are_counted) {
+    auto store = open_store(dir_.path(), clock_);
+    ASSERT_TRUE(store);
+    for (int i = 0; i < 15; ++i) {
+        ASSERT_TRUE(await<status>([&](auto done) {
+            store->record_unauthorized(
+                {.client_id = "c" + std::to_string(i), .ip_address = "10.0.0.1", .reason = "r"},
+                done);
+        }));
+    }
+    EXPECT_EQ(store->unauthorized_dropped(), 5u);
+}
+
 TEST_F(sqlite_metadata_store_test, unauthorized_entries_expire_after_the_ttl) {
     auto store = open_store(dir_.path(), clock_, 1000);
     ASSERT_TRUE(store);

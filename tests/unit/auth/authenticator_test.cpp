@@ -169,6 +169,28 @@ TEST_F(authenticator_test, definitive_results_are_cached_per_credentials_until_t
     EXPECT_EQ(p[0]->calls, 6);
 }
 
+// A provider that bounds its verdict (a JWT's exp) caps the cache entry: an allow is never
+// served from the cache after it.
+TEST_F(authenticator_test, a_cached_allow_never_outlives_the_providers_valid_for) {
+    auto bounded = allow_result();
+    bounded.valid_for = 10s;
+    auto p = build({{"A", bounded}}, {.cache_ttl = 60s});
+    EXPECT_FALSE(run(request()).from_cache);
+    clock_.advance(9s);
+    EXPECT_TRUE(run(request()).from_cache);
+    EXPECT_EQ(p[0]->calls, 1);
+    clock_.advance(1s);  // the token's exp: the entry is gone, the provider decides again
+    EXPECT_FALSE(run(request()).from_cache);
+    EXPECT_EQ(p[0]->calls, 2);
+    // Nothing left (an exp already passed, within the provider's leeway): not cached at all.
+    bounded.valid_for = 0ms;
+    p[0]->set_answer(bounded);
+    clock_.advance(11s);
+    EXPECT_FALSE(run(request()).from_cache);
+    EXPECT_FALSE(run(request()).from_cache);
+    EXPECT_EQ(p[0]->calls, 4);
+}
+
 TEST_F(authenticator_test, after_stop_no_verdict_is_delivered) {
     auto p = build({{"slow", std::nullopt}}, {.provider_timeout = 20ms});
     std::atomic<int> answers{0};

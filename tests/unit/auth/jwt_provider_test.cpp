@@ -1,5 +1,9 @@
 #include "auth/jwt_provider.h"
 
+#include "actor/timer_service.h"
+#include "auth/authenticator.h"
+#include "metrics/registry.h"
+
 #include "unit/auth/jwt_test_support.h"
 #include "unit/auth/provider_test_support.h"
 #include "unit/auth/test_http_server.h"
@@ -300,6 +304,9 @@ TEST_F(jwt_pem, public_key_used_as_hmac_secret_is_refused) {
 
 TEST(jwt_provider_options, validation_names_the_key) {
     jwt_provider_options o;
+    ASSERT_TRUE(o.validation_error().has_value()) << "HMAC without a secret";
+    EXPECT_NE(o.validation_error()->find("secret"), std::string::npos);
+    o.secret = secret;
     EXPECT_FALSE(o.validation_error().has_value());
 
     o.secret = "short";
@@ -325,6 +332,91 @@ TEST(jwt_provider_options, validation_names_the_key) {
     o = {};
     o.secret = "short";
     EXPECT_THROW(jwt_provider(o, io.executor()), std::invalid_argument);
+}
+
+// TBMQ's published example secret passes the length check but anyone can sign with it.
+TEST(jwt_provider_options, the_example_secret_is_refused) {
+    jwt_provider_options o;
+    o.secret = std::string(jwt_example_secret);
+    ASSERT_TRUE(o.validation_error().has_value());
+    EXPECT_NE(o.validation_error()->find("jwtSignAlgorithmConfiguration.secret"),
+              std::string::npos);
+    EXPECT_NE(o.validation_error()->find("example"), std::string::npos);
+    test::io_thread io;
+    EXPECT_THROW(jwt_provider(o, io.executor()), std::invalid_argument);
+    // The same bytes as a PEM verifier's unused secret do not matter.
+    o.verifier = jwt_verifier_type::jwks;
+    o.jwks.endpoint = "http://127.0.0.1:1/jwks";
+    EXPECT_FALSE(o.validation_error().has_value());
+}
+
+TEST_F(jwt_hmac, token_without_exp_is_denied_unless_allowed) {
+    auto provider = make();
+    const nlohmann::json forever = {{"sub", "dev-1"}};
+    const auto r = authenticate(provider, make_request(sign(JWT_ALG_HS256, secret, forever)));
+    EXPECT_EQ(r.outcome, verdict::deny);
+    EXPECT_TRUE(r.bad_credentials);
+    EXPECT_NE(r.reason.find("no exp"), std::string::npos) << r.reason;
+
+    jwt_provider_options o;
+    o.allow_tokens_without_exp = true;
+    auto lenient = make(o);
+    const auto ok = authenticate(lenient, make_request(sign(JWT_ALG_HS256, secret, forever)));
+    ASSERT_EQ(ok.outcome, verdict::allow) << ok.reason;
+    EXPECT_FALSE(ok.valid_for.has_value()) << "no exp, no bound of the provider's own";
+    // An exp that is there is still checked.
+    EXPECT_EQ(authenticate(lenient, make_request(sign(JWT_ALG_HS256, secret, claims(-60)))).outcome,
+              verdict::deny);
+}
+
+TEST_F(jwt_hmac, an_allow_is_valid_until_the_tokens_exp) {
+    auto provider = make();
+    const auto r = authenticate(provider, make_request(sign(JWT_ALG_HS256, secret, claims(600))));
+    ASSERT_EQ(r.outcome, verdict::allow) << r.reason;
+    ASSERT_TRUE(r.valid_for.has_value());
+    // exp is whole seconds, the clock is not: between 599 and 600 s left.
+    EXPECT_GT(*r.valid_for, 599s);
+    EXPECT_LE(*r.valid_for, 600s);
+    // Past exp but within the leeway: allowed, with nothing left to cache.
+    const auto late = authenticate(provider, make_request(sign(JWT_ALG_HS256, secret, claims(-2))));
+    ASSERT_EQ(late.outcome, verdict::allow);
+    EXPECT_EQ(late.valid_for, 0ms);
+}
+
+// End to end with the authenticator's cache (TTL 60 s) and the manual clock: a token that
+// expires in 10 s is served from the cache until then, never after.
+TEST_F(jwt_hmac, the_authenticators_cache_ends_at_the_tokens_exp) {
+    actor::timer_service timers{"jwt-cache-test"};
+    timers.start();
+    metrics::registry metrics;
+    std::vector<std::unique_ptr<auth_provider>> providers;
+    jwt_provider_options o;
+    o.secret = secret;
+    providers.push_back(std::make_unique<jwt_provider>(std::move(o), io_.executor(), clock_));
+    authenticator chain({.cache_ttl = 60s}, std::move(providers), timers, metrics.auth(), clock_);
+    const auto token = sign(JWT_ALG_HS256, secret, claims(10));
+    auto run = [&] {
+        std::promise<auth_decision> p;
+        auto f = p.get_future();
+        chain.authenticate(make_request(token), [&p](auth_decision d) { p.set_value(d); });
+        EXPECT_EQ(f.wait_for(5s), std::future_status::ready);
+        return f.get();
+    };
+    auto d = run();
+    ASSERT_EQ(d.result.outcome, verdict::allow) << d.result.reason;
+    EXPECT_FALSE(d.from_cache);
+    clock_.advance(8s);
+    EXPECT_TRUE(run().from_cache);
+    clock_.advance(3s);  // 11 s: past exp (still inside the 5 s leeway)
+    d = run();
+    EXPECT_FALSE(d.from_cache) << "a cached allow outlived the token's exp";
+    EXPECT_EQ(d.result.outcome, verdict::allow);
+    clock_.advance(5s);  // 16 s: past exp + leeway
+    d = run();
+    EXPECT_FALSE(d.from_cache);
+    EXPECT_EQ(d.result.outcome, verdict::deny);
+    chain.stop();
+    timers.stop();
 }
 
 }  // namespace

@@ -102,6 +102,10 @@ TEST(config_loader, shipped_file_yields_the_documented_defaults) {
     EXPECT_EQ(c.queue.embedded.fsync, fsync_policy::interval);
     EXPECT_EQ(c.queue.embedded.fsync_interval, 1000ms);
     EXPECT_EQ(c.queue.embedded.segment_bytes, 67108864U);
+    EXPECT_EQ(c.queue.embedded.retention_bytes, 1073741824);
+    EXPECT_EQ(c.queue.embedded.disk_min_free_bytes, 268435456U);
+    EXPECT_EQ(c.queue.embedded.disk_slow_free_bytes, 1073741824U);
+    EXPECT_EQ(c.queue.embedded.disk_slow_rate, 1048576U);
     EXPECT_EQ(c.actors.system.throughput, 5U);
     EXPECT_EQ(c.actors.client.dispatcher_pool_size, cores());
     EXPECT_EQ(c.actors.client.mailbox_capacity, 10000U);
@@ -463,6 +467,36 @@ TEST(config_loader, bad_jwt_and_http_values_name_the_key) {
     }
 }
 
+// TBMQ's published example HMAC secret lets anyone sign tokens: refused when the JWT provider
+// would use it, with the key named; exp is required unless switched off.
+TEST(config_loader, the_example_jwt_secret_is_refused_naming_the_key) {
+    const std::map<std::string, std::string> example = {
+        {"SECURITY_MQTT_JWT_ENABLED", "true"},
+        {"SECURITY_MQTT_JWT_SECRET", "please-change-this-32-char-jwt-secret"}};
+    try {
+        load_shipped(example);
+        FAIL() << "the example secret was accepted";
+    } catch (const config_error& e) {
+        EXPECT_EQ(e.key(), "security.mqtt.jwt.secret");
+        EXPECT_THAT(e.what(), HasSubstr("example secret"));
+    }
+    // Harmless while the provider is off or verifies with keys, and any other secret is fine.
+    auto off = example;
+    off["SECURITY_MQTT_JWT_ENABLED"] = "false";
+    EXPECT_NO_THROW(load_shipped(off));
+    auto jwks = example;
+    jwks["SECURITY_MQTT_JWT_VERIFIER"] = "JWKS";
+    EXPECT_NO_THROW(load_shipped(jwks));
+    auto own = example;
+    own["SECURITY_MQTT_JWT_SECRET"] = "an-operator-chosen-secret-of-40-bytes-xx";
+    const auto c = load_shipped(own);
+    EXPECT_FALSE(c.security.mqtt.jwt.allow_tokens_without_exp);
+    own["SECURITY_MQTT_JWT_ALLOW_TOKENS_WITHOUT_EXP"] = "true";
+    EXPECT_TRUE(load_shipped(own).security.mqtt.jwt.allow_tokens_without_exp);
+    // The shipped file no longer carries a secret at all.
+    EXPECT_EQ(load_shipped().security.mqtt.jwt.secret, "");
+}
+
 TEST(config_loader, unknown_keys_warn_but_load) {
     std::vector<std::string> warnings;
     const auto c = parse_config(R"(
@@ -649,6 +683,19 @@ INSTANTIATE_TEST_SUITE_P(
                   "is not one of: none, interval, always"},
         bad_value{"STARLING_EMBEDDED_SEGMENT_BYTES", "-5", "queue.embedded.segment-bytes",
                   "is out of range"},
+        bad_value{"STARLING_EMBEDDED_RETENTION_BYTES", "0", "queue.embedded.retention-bytes",
+                  "would delete every closed segment"},
+        bad_value{"STARLING_EMBEDDED_RETENTION_BYTES", "-2", "queue.embedded.retention-bytes",
+                  "is out of range"},
+        bad_value{"STARLING_EMBEDDED_DISK_MIN_FREE_BYTES", "lots",
+                  "queue.embedded.disk.min-free-bytes", "is not an integer"},
+        bad_value{"STARLING_EMBEDDED_DISK_SLOW_FREE_BYTES", "1000",
+                  "queue.embedded.disk.slow-free-bytes",
+                  "must be at least queue.embedded.disk.min-free-bytes"},
+        bad_value{"STARLING_EMBEDDED_DISK_SLOW_RATE_BYTES", "0",
+                  "queue.embedded.disk.slow-rate-bytes", "is out of range"},
+        bad_value{"SECURITY_MQTT_JWT_ALLOW_TOKENS_WITHOUT_EXP", "sometimes",
+                  "security.mqtt.jwt.allow-tokens-without-exp", "is not a boolean"},
         bad_value{"ACTORS_SYSTEM_THROUGHPUT", "0", "actors.system.throughput", "is out of range"},
         bad_value{"ACTORS_SYSTEM_CLIENT_MAILBOX_CAPACITY", "0", "actors.client.mailbox-capacity",
                   "is out of range"},
@@ -938,6 +985,89 @@ TEST(config_loader, bad_total_quota_values_name_their_key) {
             EXPECT_EQ(e.key(), keys[i]);
             EXPECT_THAT(e.what(), HasSubstr(cases[i].first));
         }
+    }
+}
+
+}  // namespace
+}  // namespace starling::config
+
+namespace starling::config {
+namespace {
+
+// Hostile-client limits (listener admission, auth throttling, unauthorized log, HTTP slots).
+TEST(config_hostile_limits, defaults) {
+    const auto c = load_shipped();
+    EXPECT_EQ(c.listener.connect_timeout, 10s);
+    EXPECT_EQ(c.listener.max_connections_per_address, 10000U);
+    EXPECT_EQ(c.listener.connect_rate_per_address,
+              (std::vector<bandwidth>{{1000, 1}, {30000, 60}}));
+    EXPECT_EQ(c.listener.fd_reserve, 1024U);
+    EXPECT_EQ(c.listener.so_keep_alive_idle, 60s);
+    EXPECT_EQ(c.listener.so_keep_alive_interval, 10s);
+    EXPECT_EQ(c.listener.so_keep_alive_count, 6U);
+    EXPECT_EQ(c.listener.tcp.max_connections, 100000U);
+    EXPECT_EQ(c.listener.wss.max_connections, 100000U);
+    EXPECT_TRUE(c.listener.tcp.netty.so_keep_alive);
+    EXPECT_TRUE(c.listener.ws.netty.so_keep_alive);
+    EXPECT_EQ(c.security.mqtt.failed_auth_per_address, (std::vector<bandwidth>{{60, 60}}));
+    EXPECT_EQ(c.security.mqtt.unauthorized_clients.max_rows, 10000U);
+    EXPECT_EQ(c.security.mqtt.unauthorized_clients.rows_per_address_per_minute, 10U);
+    EXPECT_EQ(c.security.mqtt.unauthorized_clients.rows_per_second, 100U);
+    EXPECT_EQ(c.server.max_connections, 256U);
+    EXPECT_EQ(c.server.max_connections_per_address, 32U);
+    EXPECT_EQ(c.server.health_reserved_connections, 16U);
+    EXPECT_EQ(c.server.api_port, std::nullopt);
+    EXPECT_EQ(c.server.api_address, c.server.address) << "empty = server.address";
+}
+
+TEST(config_hostile_limits, environment_and_empty_means_unlimited) {
+    const auto c = load_shipped({{"LISTENER_CONNECT_TIMEOUT_MS", "2000"},
+                                 {"LISTENER_CONNECT_RATE_PER_ADDRESS", ""},
+                                 {"LISTENER_MAX_CONNECTIONS_PER_ADDRESS", "0"},
+                                 {"LISTENER_WS_MAX_CONNECTIONS", "5"},
+                                 {"SSL_NETTY_SO_KEEPALIVE", "false"},
+                                 {"SECURITY_MQTT_FAILED_AUTH_PER_ADDRESS", " "},
+                                 {"HTTP_API_BIND_PORT", "0"},
+                                 {"HTTP_API_BIND_ADDRESS", "127.0.0.1"}});
+    EXPECT_EQ(c.listener.connect_timeout, 2s);
+    EXPECT_TRUE(c.listener.connect_rate_per_address.empty());
+    EXPECT_EQ(c.listener.max_connections_per_address, 0U);
+    EXPECT_EQ(c.listener.ws.max_connections, 5U);
+    EXPECT_FALSE(c.listener.ssl.netty.so_keep_alive);
+    EXPECT_TRUE(c.security.mqtt.failed_auth_per_address.empty());
+    EXPECT_EQ(c.server.api_port, std::optional<std::uint16_t>(0));
+    EXPECT_EQ(c.server.api_address, "127.0.0.1");
+}
+
+TEST(config_hostile_limits, bad_values_name_their_key) {
+    const std::vector<std::pair<std::string, std::string>> cases{
+        {"LISTENER_CONNECT_TIMEOUT_MS", "0"},
+        {"LISTENER_CONNECT_RATE_PER_ADDRESS", "1000"},
+        {"LISTENER_TCP_MAX_CONNECTIONS", "0"},
+        {"LISTENER_FD_RESERVE", "-1"},
+        {"LISTENER_SO_KEEP_ALIVE_COUNT", "0"},
+        {"WSS_NETTY_SO_KEEPALIVE", "sometimes"},
+        {"SECURITY_MQTT_FAILED_AUTH_PER_ADDRESS", "0:60"},
+        {"SECURITY_MQTT_UNAUTHORIZED_CLIENTS_MAX_ROWS", "0"},
+        {"HTTP_API_BIND_PORT", "65536"},
+        {"HTTP_API_BIND_ADDRESS", "localhost"},
+        {"HTTP_MAX_CONNECTIONS", "0"},
+    };
+    const std::vector<std::string> keys{"listener.connect_timeout_ms",
+                                        "listener.connect_rate_per_address",
+                                        "listener.tcp.max_connections",
+                                        "listener.fd_reserve",
+                                        "listener.so_keep_alive_count",
+                                        "listener.wss.netty.so_keep_alive",
+                                        "security.mqtt.failed-auth-per-address",
+                                        "security.mqtt.unauthorized-clients.max-rows",
+                                        "server.api.port",
+                                        "server.api.address",
+                                        "server.max-connections"};
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+        std::string message;
+        EXPECT_EQ(failing_key({cases[i]}, &message), keys[i]) << cases[i].first;
+        EXPECT_THAT(message, HasSubstr(cases[i].first));
     }
 }
 

@@ -80,6 +80,44 @@ TEST(http_health_registry, names_are_unique_and_removable) {
     EXPECT_TRUE(health.evaluate().body["components"].empty());
 }
 
+// Spring's diskSpace component from a storage component's free-space reading.
+TEST(http_disk_space_health, down_while_refusing_degraded_while_slowed) {
+    disk_space_reading reading{.path = "/var/lib/starling",
+                               .total_bytes = 1000,
+                               .free_bytes = 900,
+                               .threshold_bytes = 100,
+                               .slow_threshold_bytes = 400};
+    auto h = disk_space_health(reading);
+    EXPECT_EQ(h.status, health_status::up);
+    EXPECT_EQ(h.details["path"], "/var/lib/starling");
+    EXPECT_EQ(h.details["free"], 900);
+    EXPECT_EQ(h.details["threshold"], 100);
+    EXPECT_FALSE(h.details.contains("reason"));
+
+    reading.free_bytes = 300;
+    reading.slowed = true;
+    h = disk_space_health(reading);
+    EXPECT_EQ(h.status, health_status::degraded);
+    EXPECT_TRUE(is_serving(h.status));
+    EXPECT_NE(h.details["reason"].get<std::string>().find("slowed"), std::string::npos);
+
+    reading.free_bytes = 50;
+    reading.slowed = false;
+    reading.refusing = true;
+    h = disk_space_health(reading);
+    EXPECT_EQ(h.status, health_status::down);
+    EXPECT_NE(h.details["reason"].get<std::string>().find("refused"), std::string::npos);
+
+    // In the registry: the node reports DOWN (503) with the reason.
+    health_registry health;
+    health.set_lifecycle(lifecycle::running);
+    ASSERT_TRUE(health.add("diskSpace", [&] { return disk_space_health(reading); }));
+    const auto report = health.evaluate();
+    EXPECT_EQ(report.status, health_status::down);
+    EXPECT_FALSE(is_serving(report.status));
+    EXPECT_EQ(report.body["components"]["diskSpace"]["details"]["free"], 50);
+}
+
 TEST(http_health_status, names_and_serving) {
     EXPECT_EQ(to_string(health_status::up), "UP");
     EXPECT_EQ(to_string(health_status::degraded), "DEGRADED");

@@ -13,8 +13,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <future>
+#include <memory>
+#include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -273,12 +277,79 @@ TEST_F(http_server, stop_closes_connections_and_the_listener) {
 TEST_F(http_server, connections_over_the_limit_are_closed) {
     server_options options;
     options.max_connections = 1;
+    options.reserved_health_connections = 0;
     start_actuator(options);
     client first(port());
     EXPECT_EQ(first.get("/actuator/health").result(), status_code::ok);  // now registered
     client second(port());
     EXPECT_TRUE(second.closed_by_server());
     EXPECT_EQ(first.get("/actuator/health").result(), status_code::ok);
+}
+
+// Every ordinary slot taken: the health endpoint still answers, in a reserved slot that serves
+// nothing else and one request only.
+TEST_F(http_server, reserved_slots_serve_only_health_when_ordinary_slots_are_full) {
+    auto refusals = std::make_shared<std::vector<std::string>>();
+    auto refusals_mutex = std::make_shared<std::mutex>();
+    server_options options;
+    options.max_connections = 1;
+    options.reserved_health_connections = 1;
+    options.on_refused = [refusals, refusals_mutex](std::string_view reason) {
+        std::lock_guard lock(*refusals_mutex);
+        refusals->emplace_back(reason);
+    };
+    start_actuator(options);
+    client hog(port());
+    EXPECT_EQ(hog.get("/actuator/prometheus").result(), status_code::ok);  // the only slot
+
+    // The reserved slot is free again once its connection is gone (the server lingers until
+    // the client's FIN, so the client closes first).
+    auto reserved_slot_free = [this] {
+        for (int i = 0; i < 5000 && server_->connection_count() > 1; ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));  // bounded polling
+        }
+        return server_->connection_count() == 1;
+    };
+    {
+        client probe(port());
+        const auto health = probe.get("/actuator/health?probe=liveness");
+        EXPECT_EQ(health.result(), status_code::ok);
+        EXPECT_FALSE(health.keep_alive());
+        EXPECT_TRUE(probe.closed_by_server());
+    }
+    ASSERT_TRUE(reserved_slot_free());
+    {
+        client scraper(port());
+        const auto metrics = scraper.get("/actuator/prometheus");
+        EXPECT_EQ(metrics.result(), status_code::service_unavailable);
+        EXPECT_TRUE(scraper.closed_by_server());
+    }
+    ASSERT_TRUE(reserved_slot_free());
+    {
+        std::lock_guard lock(*refusals_mutex);
+        EXPECT_EQ(*refusals, std::vector<std::string>{"reserved_slot"});
+    }
+    EXPECT_EQ(hog.get("/actuator/health").result(), status_code::ok) << "the hog keeps its slot";
+}
+
+TEST_F(http_server, connections_per_address_are_limited) {
+    auto refused = std::make_shared<std::atomic<int>>(0);
+    server_options options;
+    options.max_connections_per_address = 2;
+    options.on_refused = [refused](std::string_view reason) {
+        if (reason == "address_connections") {
+            refused->fetch_add(1);
+        }
+    };
+    start_actuator(options);
+    client a(port());
+    client b(port());
+    EXPECT_EQ(a.get("/actuator/health").result(), status_code::ok);
+    EXPECT_EQ(b.get("/actuator/health").result(), status_code::ok);
+    client c(port());
+    EXPECT_TRUE(c.closed_by_server()) << "a third connection from 127.0.0.1";
+    EXPECT_EQ(refused->load(), 1);
+    EXPECT_EQ(a.get("/actuator/health").result(), status_code::ok);
 }
 
 TEST_F(http_server, idle_connection_times_out) {

@@ -196,5 +196,29 @@ TEST_F(ws_test, secure_websocket_upgrade_over_tls) {
     EXPECT_EQ(a.conn->tls_peer()->protocol, "TLSv1.3");
 }
 
+// The judgement the handshake applies, without sockets (the fuzz target's entry point).
+TEST(ws_upgrade_judgement, accepts_refuses_and_waits_like_the_handshake) {
+    const ws_options options;
+    const std::string head =
+        "GET /mqtt?a=b HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n";
+    auto ok = judge_upgrade_request(head + "Sec-WebSocket-Protocol: x, mqtt\r\n\r\n", options);
+    ASSERT_TRUE(ok);
+    EXPECT_TRUE(ok->accepted);
+    EXPECT_EQ(ok->protocol, "mqtt");
+    auto none = judge_upgrade_request(head + "\r\n", options);
+    ASSERT_TRUE(none);
+    EXPECT_FALSE(none->accepted);
+    EXPECT_EQ(none->status, 400U);
+    auto path = judge_upgrade_request("GET /other HTTP/1.1\r\nHost: x\r\n\r\n", options);
+    ASSERT_TRUE(path);
+    EXPECT_EQ(path->status, 400U) << "not an upgrade at all comes first";
+    EXPECT_FALSE(judge_upgrade_request(head, options)) << "incomplete: the handshake reads on";
+    EXPECT_FALSE(judge_upgrade_request("\x16\x03\x01 garbage\r\n\r\n", options));
+    EXPECT_FALSE(judge_upgrade_request(
+        "GET /mqtt HTTP/1.1\r\nX: " + std::string(10000, 'a') + "\r\n\r\n", options))
+        << "over the header limit";
+}
+
 }  // namespace
 }  // namespace starling::net::testing

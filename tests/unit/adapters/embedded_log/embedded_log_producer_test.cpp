@@ -1,5 +1,6 @@
 // The embedded log's produce path: callbacks on the writer thread in produce order, a bounded
-// queue that fails fast, I/O errors that make the log unhealthy, stop() draining the queue.
+// queue that fails fast, I/O errors that fail their batch and clear when writes succeed again,
+// stop() draining the queue.
 
 #include "unit/adapters/embedded_log/embedded_log_test_support.h"
 
@@ -10,6 +11,19 @@
 
 namespace starling::testing {
 namespace {
+
+// Bounded polling for a state the log's own thread reaches.
+template <class Condition>
+bool eventually(Condition condition, std::chrono::seconds limit = std::chrono::seconds(20)) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (condition()) {
+            return true;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return condition();
+}
 
 TEST(embedded_log_producer, callbacks_run_on_a_log_thread_in_produce_order) {
     temp_dir dir;
@@ -78,9 +92,17 @@ TEST(embedded_log_producer, a_full_queue_fails_fast_through_the_callback) {
     EXPECT_EQ(read_partition(*log, {"t", 0}).size(), 5u);
 }
 
-TEST(embedded_log_producer, a_write_error_fails_the_batch_and_makes_the_log_unhealthy) {
+TEST(embedded_log_producer, a_write_error_fails_the_batch_and_the_log_recovers_when_it_clears) {
     temp_dir dir;
-    auto log = open_log(small_log_config(dir.path()));
+    // A space error is also cleared by a free-space reading with room: the file system says
+    // it is full for as long as the injected ENOSPC lasts.
+    std::atomic<std::uint64_t> free_bytes{0};
+    auto config = small_log_config(dir.path());
+    config.disk_space_for_test =
+        [&](const std::filesystem::path&) -> result<adapters::embedded::disk_space> {
+        return adapters::embedded::disk_space{.total_bytes = 1ULL << 30, .free_bytes = free_bytes};
+    };
+    auto log = open_log(config);
     ASSERT_NE(log, nullptr);
     ASSERT_TRUE(log->create_topic({.name = "t", .partitions = 1}));
     ASSERT_TRUE(produce_sync(*log, "t", "k", "before"));
@@ -91,14 +113,103 @@ TEST(embedded_log_producer, a_write_error_fails_the_batch_and_makes_the_log_unhe
     ASSERT_FALSE(failed);
     EXPECT_EQ(failed.error(), std::errc::no_space_on_device);
     EXPECT_FALSE(log->healthy());
-    auto refused = produce_sync(*log, "t", "k", "refused");
-    ASSERT_FALSE(refused);
-    EXPECT_EQ(refused.error(), std::errc::no_space_on_device);
+    EXPECT_EQ(log->log_status().write_error, std::errc::no_space_on_device);
+    EXPECT_EQ(log->log_status().write_errors, 1u);
+    auto again = produce_sync(*log, "t", "k", "still-lost");  // tried again, fails again
+    ASSERT_FALSE(again);
+    EXPECT_EQ(again.error(), std::errc::no_space_on_device);
 
-    // What was acknowledged before is still readable, the failed record is not.
+    EXPECT_FALSE(log->healthy()) << "the file system still reads full";
+
+    // The disk has room again: the next produce is written, no restart needed, and the offsets
+    // continue right after the last acknowledged record.
+    log->inject_write_error_for_test({});
+    free_bytes = 1ULL << 30;
+    auto after = produce_sync(*log, "t", "k", "after");
+    ASSERT_TRUE(after) << after.error().message();
+    EXPECT_EQ(after->offset, 1);
+    EXPECT_TRUE(log->healthy());
+    EXPECT_FALSE(log->log_status().write_error);
+
     const auto records = read_partition(*log, {"t", 0});
-    ASSERT_EQ(records.size(), 1u);
+    ASSERT_EQ(records.size(), 2u);
     EXPECT_EQ(records[0].value, "before");
+    EXPECT_EQ(records[1].value, "after");
+}
+
+// Health follows the partition that failed: a write that succeeds elsewhere (a page the log
+// already holds on a full disk) does not hide it; its own next write, or a free-space reading
+// with room when the error was ENOSPC, ends it.
+TEST(embedded_log_producer, health_stays_down_until_the_failed_partition_can_write) {
+    temp_dir dir;
+    std::atomic<std::uint64_t> free_bytes{0};
+    auto config = small_log_config(dir.path());
+    config.disk_check_interval = std::chrono::milliseconds(20);
+    config.disk_space_for_test =
+        [&](const std::filesystem::path&) -> result<adapters::embedded::disk_space> {
+        return adapters::embedded::disk_space{.total_bytes = 1ULL << 30, .free_bytes = free_bytes};
+    };
+    auto log = open_log(config);
+    ASSERT_NE(log, nullptr);
+    ASSERT_TRUE(log->create_topic({.name = "t", .partitions = 2}));
+    log->inject_write_error_for_test(std::make_error_code(std::errc::no_space_on_device));
+    ASSERT_FALSE(produce_sync(*log, "t", "k", "lost", 0));
+    log->inject_write_error_for_test({});
+    ASSERT_TRUE(produce_sync(*log, "t", "k", "other-partition", 1));
+    EXPECT_FALSE(log->healthy()) << "partition 0 has not written since it failed";
+    EXPECT_EQ(log->log_status().write_error, std::errc::no_space_on_device);
+    // Room on the file system: the writer's own reading ends it, no traffic to partition 0.
+    free_bytes = 1ULL << 30;
+    EXPECT_TRUE(eventually([&] { return log->healthy(); }));
+    EXPECT_FALSE(log->log_status().write_error);
+    auto next = produce_sync(*log, "t", "k", "after", 0);
+    ASSERT_TRUE(next);
+    EXPECT_EQ(next->offset, 0) << "the failed record took no offset";
+}
+
+// A failed batch that had rolled to a new segment leaves no trace: the segment it created is
+// gone and the next records go where their offsets belong, so they are read back (now and
+// after a restart) in order with none missing.
+TEST(embedded_log_producer, a_failed_batch_that_rolled_a_segment_is_undone) {
+    temp_dir dir;
+    const auto config = small_log_config(dir.path());  // 1 KiB segments
+    {
+        auto log = open_log(config);
+        ASSERT_NE(log, nullptr);
+        ASSERT_TRUE(log->create_topic({.name = "t", .partitions = 1}));
+        ASSERT_TRUE(produce_sync(*log, "t", "k", "v0"));
+        log->inject_write_error_for_test(std::make_error_code(std::errc::io_error));
+        std::atomic<int> failures{0};
+        for (int i = 0; i < 20; ++i) {  // ~2.5 KiB: the batch rolls at least once
+            log->produce("t", "k", std::string(100, 'x'), {}, [&](result<produce_ack> ack) {
+                if (!ack) {
+                    ++failures;
+                }
+            });
+        }
+        ASSERT_TRUE(log->flush(std::chrono::seconds(30)));
+        EXPECT_EQ(failures.load(), 20);
+        EXPECT_EQ(segment_files(dir.path(), "t", 0).size(), 1u) << "the rolled segment stayed";
+        log->inject_write_error_for_test({});
+        for (int i = 1; i <= 20; ++i) {
+            auto ack = produce_sync(*log, "t", "k", "v" + std::to_string(i));
+            ASSERT_TRUE(ack);
+            EXPECT_EQ(ack->offset, i);
+        }
+        const auto records = read_partition(*log, {"t", 0});
+        ASSERT_EQ(records.size(), 21u);
+        for (int i = 0; i <= 20; ++i) {
+            EXPECT_EQ(records[static_cast<std::size_t>(i)].value, "v" + std::to_string(i));
+        }
+    }
+    auto log = open_log(config);
+    ASSERT_NE(log, nullptr);
+    const auto records = read_partition(*log, {"t", 0});
+    ASSERT_EQ(records.size(), 21u);
+    for (int i = 0; i <= 20; ++i) {
+        EXPECT_EQ(records[static_cast<std::size_t>(i)].offset, i);
+        EXPECT_EQ(records[static_cast<std::size_t>(i)].value, "v" + std::to_string(i));
+    }
 }
 
 TEST(embedded_log_producer, bad_requests_fail_through_the_callback) {

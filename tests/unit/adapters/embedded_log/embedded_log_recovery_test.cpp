@@ -14,6 +14,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 
 namespace starling::testing {
 namespace {
@@ -133,6 +134,9 @@ TEST(embedded_log_recovery, nothing_after_a_corrupt_record_comes_back) {
     auto log = open_log(small_log_config(dir.path()));
     ASSERT_NE(log, nullptr);
     EXPECT_LT(std::filesystem::file_size(last), size_before) << "the tail was cut";
+    // The active segment's bad tail is a torn write, not damage: nothing is quarantined.
+    EXPECT_EQ(log->log_status().quarantined_segments, 0u);
+    EXPECT_FALSE(std::filesystem::exists(dir.path() / "log" / "quarantine"));
     auto records = read_partition(*log, {"t", 0});
     ASSERT_EQ(records.size(), 30u);
     EXPECT_EQ(records.back().value, value_for(29));
@@ -142,6 +146,70 @@ TEST(embedded_log_recovery, nothing_after_a_corrupt_record_comes_back) {
     records = read_partition(*log, {"t", 0}, 30);
     ASSERT_EQ(records.size(), 1u);
     EXPECT_EQ(records[0].value, "new");
+}
+
+// Damage inside a closed segment is not a torn write: the file is moved to quarantine (kept
+// for inspection), its good prefix stays readable, the records after the damage in that segment
+// are lost, and every later segment is read as before. Loud and counted, never silent.
+TEST(embedded_log_recovery, a_corrupt_closed_segment_is_quarantined_and_reading_goes_on) {
+    temp_dir dir;
+    write_records(dir.path(), 60);
+    const auto files = segment_files(dir.path(), "t", 0);
+    ASSERT_GE(files.size(), 3u);
+    const auto damaged = files[0];
+    const auto original_size = std::filesystem::file_size(damaged);
+    // Flip one byte in the middle of the first (closed) segment: one record's CRC fails.
+    {
+        std::fstream f(damaged, std::ios::binary | std::ios::in | std::ios::out);
+        f.seekg(static_cast<std::streamoff>(original_size / 2));
+        char c = 0;
+        f.read(&c, 1);
+        f.seekp(static_cast<std::streamoff>(original_size / 2));
+        c = static_cast<char>(c ^ 0x40);
+        f.write(&c, 1);
+        ASSERT_TRUE(f.good());
+    }
+    const std::int64_t second_base = std::stoll(files[1].stem().string());
+
+    auto log = open_log(small_log_config(dir.path()));
+    ASSERT_NE(log, nullptr);
+    EXPECT_EQ(log->log_status().quarantined_segments, 1u);
+    // The damaged file, whole, is in quarantine/<topic>/<partition>/.
+    const auto quarantine = dir.path() / "log" / "quarantine" / "t" / "0";
+    ASSERT_TRUE(std::filesystem::is_directory(quarantine));
+    std::vector<std::filesystem::path> moved;
+    for (const auto& entry : std::filesystem::directory_iterator(quarantine)) {
+        moved.push_back(entry.path());
+    }
+    ASSERT_EQ(moved.size(), 1u);
+    EXPECT_EQ(std::filesystem::file_size(moved[0]), original_size);
+    EXPECT_TRUE(moved[0].filename().string().starts_with(files[0].stem().string()));
+    // In place: the good prefix only.
+    ASSERT_TRUE(std::filesystem::exists(damaged));
+    EXPECT_LT(std::filesystem::file_size(damaged), original_size / 2 + 1);
+
+    const auto records = read_partition(*log, {"t", 0});
+    std::set<std::int64_t> offsets;
+    for (const auto& record : records) {
+        EXPECT_EQ(record.value, value_for(record.offset));
+        offsets.insert(record.offset);
+    }
+    EXPECT_TRUE(offsets.contains(0)) << "the prefix before the damage is kept";
+    for (std::int64_t i = second_base; i < 60; ++i) {
+        EXPECT_TRUE(offsets.contains(i)) << "offset " << i << " of a later segment is missing";
+    }
+    EXPECT_LT(offsets.size(), 60u) << "the damaged record cannot have come back";
+    // The log goes on at the end.
+    auto next = produce_sync(*log, "t", "k", "new");
+    ASSERT_TRUE(next);
+    EXPECT_EQ(next->offset, 60);
+
+    // The next start finds a clean log: nothing more to quarantine.
+    log.reset();
+    log = open_log(small_log_config(dir.path()));
+    ASSERT_NE(log, nullptr);
+    EXPECT_EQ(log->log_status().quarantined_segments, 0u);
+    EXPECT_EQ(read_partition(*log, {"t", 0}).size(), offsets.size() + 1);
 }
 
 TEST(embedded_log_recovery, a_zero_filled_tail_is_cut) {
