@@ -56,7 +56,11 @@ broker::settings broker_settings(const config::broker_config& c) {
     s.min_topic_length_for_alias = c.mqtt.topic.min_length_for_alias_replacement;
     s.max_topic_segments = c.mqtt.topic.max_segments_count;
     s.allow_root_multi_level_wildcard = c.mqtt.subscription.allow_root_multi_level_wildcard;
+    s.max_subscriptions_per_client = c.mqtt.subscription.max_per_client;
     s.retain_available = c.mqtt.retain_available;
+    s.max_retained_messages = c.mqtt.retained_messages.max_count;
+    s.max_retained_bytes = c.mqtt.retained_messages.max_bytes;
+    s.max_user_properties = c.mqtt.max_user_properties;
     s.max_qos = c.mqtt.max_qos;
     s.max_session_expiry =
         static_cast<std::uint32_t>(c.mqtt.client_session_expiry.max_expiry_interval.count());

@@ -197,6 +197,9 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     void limits_on_session_begun();
     void limits_on_restored();
     void limits_release();
+    // Why a CONNECT's will cannot be accepted (QoS, retain, levels), if it cannot.
+    std::optional<std::pair<mqtt::reason_code, std::string_view>> will_refusal(
+        const mqtt::connect& p) const;
     // The id of the connection whose CONNECT is not answered yet; 0 when none.
     std::uint64_t pending_connect_channel() const;
     // Answers the pending CONNECT with a refusal (and a log line) and closes the connection.
@@ -244,7 +247,11 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     void send_publish(const delivery& d, std::uint16_t packet_id, bool dup);
     void send_packet(const mqtt::packet& p);
     void pump_queued();
+    // Reads the inbox ahead (bounded by the window) and fills the window from what was read:
+    // every free slot is used at once, while the store is read about once per window.
     void pump_inbox();
+    void send_prefetched();
+    void drop_prefetched();
     // `requested`: how many pending messages the read asked for (a full answer means the
     // inbox may hold more).
     void on_inbox_read(std::uint64_t channel_id, std::size_t requested,
@@ -325,6 +332,25 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     std::uint16_t last_packet_id_ = 0;
     bool inbox_dirty_ = false;
     bool inbox_reading_ = false;
+    // Pending messages read from the inbox and not sent yet (window full), oldest first; at
+    // most about a window of them. Dropped when the connection ends (they stay in the inbox).
+    std::deque<inbox_message> inbox_prefetched_;
+    std::unordered_set<std::uint16_t> inbox_prefetched_ids_;
+    // A read returned every pending message: once those are sent, nothing older is left.
+    bool inbox_covered_ = false;
+    // Acknowledged (or expired, or undeliverable) messages leave the inbox in batches, one
+    // removal in flight per client: acknowledgements that arrive meanwhile go in the next one.
+    // An id stays in inbox_removing_ (reads skip it) until its removal is confirmed; a failed
+    // removal is retried, never forgotten, or the message would be delivered twice.
+    void remove_from_inbox(std::uint16_t packet_id);
+    void flush_inbox_removals();
+    void retry_inbox_removals();
+    // The inbox was cleared or moved away: removals in flight no longer apply.
+    void forget_inbox_state();
+    std::vector<std::uint16_t> inbox_to_remove_;
+    bool inbox_remove_in_flight_ = false;
+    bool inbox_remove_retrying_ = false;
+    std::uint64_t inbox_generation_ = 0;
     std::unordered_set<std::uint16_t> inbox_removing_;
     std::unordered_set<std::uint16_t> sent_before_;
     bool redeliver_all_as_dup_ = false;

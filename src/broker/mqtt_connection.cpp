@@ -61,7 +61,8 @@ mqtt_connection::mqtt_connection(broker_core& core, std::shared_ptr<net::connect
       transport_(std::move(transport)),
       id_(transport_->id()),
       remote_address_(transport_->remote_address()),
-      decoder_(mqtt::decoder_limits{.max_packet_size = core.cfg().max_packet_size},
+      decoder_(mqtt::decoder_limits{.max_packet_size = core.cfg().max_packet_size,
+                                    .max_user_properties = core.cfg().max_user_properties},
                mqtt::decoder_role::server) {}
 
 void mqtt_connection::on_bytes(std::span<const std::uint8_t> bytes) {

@@ -91,7 +91,7 @@ def test_backlog_queued_on_one_node_drains_on_another(
 
     sub = paho_client(b, client_id=uid, protocol=protocol, **persistent(protocol, 3600),
                       **_paho_login(application))
-    assert sub.session_present()
+    assert sub.session_present
     deadline = time.monotonic() + 180
     for expected in range(BACKLOG):
         msg = sub.expect_message(timeout=max(deadline - time.monotonic(), 0.1))
@@ -114,7 +114,7 @@ def test_killing_the_draining_node_loses_nothing(broker_factory, paho_client, ra
     sub.close()
 
     again = paho_client(a, client_id=uid, protocol=5, **persistent(5, 3600))
-    assert again.session_present()
+    assert again.session_present
     seen = {m.payload for m in received}
     deadline = time.monotonic() + 180
     while len(seen) < BACKLOG:
@@ -134,9 +134,9 @@ def test_v5_resume_with_expiry_0_on_another_node(broker_factory, paho_client, ra
     queue_through(a, raw_client, uid, topic, 100)
 
     sub = paho_client(b, client_id=uid, protocol=5, clean_start=False)  # no expiry: 0
-    assert sub.session_present()
+    assert sub.session_present
     got = [m.payload for m in sub.expect_messages(100, timeout=60)]
     assert got == [str(i).encode() for i in range(100)]
     sub.disconnect()
     again = paho_client(a, client_id=uid, protocol=5, **persistent(5, 3600))
-    assert not again.session_present(), "a session with expiry 0 ends with its connection"
+    assert not again.session_present, "a session with expiry 0 ends with its connection"
