@@ -917,7 +917,7 @@ void client_actor::pump_app() {
     if (!app_ || !delivering()) {
         return;
     }
-    while (inflight_.size() < window() && writable_.load(std::memory_order_relaxed)) {
+    while (inflight_.size() < window() && channel_writable()) {
         auto out = app_->next([this] { return next_packet_id(); });
         if (!out) {
             return;

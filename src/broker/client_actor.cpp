@@ -503,9 +503,11 @@ void client_actor::on_cluster_connect_reply(std::uint64_t channel_id, const std:
         authorize_inherited_subscriptions();
     }
     if (grant.session_present && !previous_here) {
-        // The node the session comes from may have sent any of its pending messages (it may
-        // have been killed mid-delivery): each goes with DUP until the inbox was covered once.
-        redeliver_all_as_dup_ = true;
+        // The node the session comes from may have sent some of its pending messages (it was
+        // connected there, killed mid-delivery, or ended with some unacknowledged): each goes
+        // with DUP until the inbox was covered once. A session that left cleanly, everything
+        // acknowledged, has nothing to redeliver: its messages are first deliveries.
+        redeliver_all_as_dup_ = grant.previous_may_have_sent;
     }
     session_id_ = request_id;
     const bool moved = conn_->moved_before_reply;
@@ -1220,6 +1222,10 @@ std::size_t client_actor::window() const {
 
 bool client_actor::delivering() const { return conn_ && conn_->connack_sent && !conn_->closing; }
 
+bool client_actor::channel_writable() const {
+    return writable_.load(std::memory_order_relaxed) && conn_ && conn_->channel->writable();
+}
+
 std::uint16_t client_actor::next_packet_id() {
     // Skips ids in flight (including ids the inbox assigned).
     for (int attempts = 0; attempts < 65536; ++attempts) {
@@ -1479,7 +1485,9 @@ void client_actor::send_prefetched() {
         return;
     }
     const std::int64_t now = core_.now_ms();
-    while (!inbox_prefetched_.empty() && inflight_.size() < window()) {
+    // The channel's own watermark, not writable_ (that flag follows it asynchronously): a
+    // window of large messages must not push the write queue past its hard limit in one go.
+    while (!inbox_prefetched_.empty() && inflight_.size() < window() && channel_writable()) {
         inbox_message im = std::move(inbox_prefetched_.front());
         inbox_prefetched_.pop_front();
         inbox_prefetched_ids_.erase(im.packet_id);
@@ -2016,7 +2024,8 @@ void client_actor::end_connection(std::string_view reason) {
     const std::int64_t now = core_.now_ms();
     if (auto* coordinator = core_.coordinator(); core_.cfg().cluster && coordinator != nullptr) {
         // Cluster: the session-event handler is the only writer of client.session.
-        coordinator->notify_disconnected(client_id_, session_id_, session_expiry_);
+        coordinator->notify_disconnected(client_id_, session_id_, session_expiry_,
+                                         !sent_before_.empty());
     } else {
         write_session_record(false, [id = client_id_](status st) {
             if (!st) {
@@ -2031,7 +2040,8 @@ void client_actor::end_connection(std::string_view reason) {
                                                 .disconnected_at_ms = now,
                                                 .node_id = core_.cfg().node_id,
                                                 .session_id = session_id_,
-                                                .type = type_});
+                                                .type = type_,
+                                                .unacknowledged = !sent_before_.empty()});
     arm_session_expiry(now);
 }
 
@@ -2210,24 +2220,26 @@ void client_actor::write_session_record(bool connected, std::function<void(statu
                      .connected_at_ms = connected ? core_.now_ms() : 0,
                      .disconnected_at_ms = connected ? 0 : core_.now_ms(),
                      .node_id = core_.cfg().node_id,
-                     .type = type_};
+                     .type = type_,
+                     .unacknowledged = !connected && !sent_before_.empty()};
     core_.write_session(r, std::move(done));
 }
 
 void client_actor::restore_offline_session(std::uint32_t session_expiry_interval,
                                            std::int64_t disconnected_at_ms,
                                            std::vector<stored_subscription> subscriptions,
-                                           std::function<void()> restored, std::string session_id) {
+                                           bool may_have_sent, std::function<void()> restored,
+                                           std::string session_id) {
     post([=, subs = std::move(subscriptions), restored = std::move(restored),
           session_id = std::move(session_id)](client_actor& a) mutable {
         a.session_id_ = std::move(session_id);
         a.persistent_ = true;
         a.session_exists_ = true;
         a.session_expiry_ = session_expiry_interval;
-        // Which messages were sent before the node went down is known only in memory (after a
-        // crash, not even that): every pending one goes with DUP, as it might be a
-        // re-delivery (MQTT-3.3.1-1 asks for DUP on every re-delivery, and allows it when unsure).
-        a.redeliver_all_as_dup_ = true;
+        // Which messages were sent before the node went down is known only in memory: if the
+        // session was connected (a crash) or its last connection left some unacknowledged,
+        // every pending one goes with DUP, as it might be a re-delivery (MQTT-3.3.1-1).
+        a.redeliver_all_as_dup_ = may_have_sent;
         for (auto& sub : subs) {
             a.add_subscription(std::move(sub));
         }

@@ -149,9 +149,11 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     // restart would find no subscriber and be committed as delivered.
     // A session already expired (session expiry 0, or its interval passed while the node was
     // down) ends here, before `restored` runs, so no CONNECT can resume it.
+    // `may_have_sent`: the record says the session was connected or ended with messages
+    // unacknowledged, so pending messages go with DUP.
     void restore_offline_session(std::uint32_t session_expiry_interval,
                                  std::int64_t disconnected_at_ms,
-                                 std::vector<stored_subscription> subscriptions,
+                                 std::vector<stored_subscription> subscriptions, bool may_have_sent,
                                  std::function<void()> restored, std::string session_id = {});
 
     // Cluster mode: the session-event handler moved the session `session_id` to `new_node_id`
@@ -282,6 +284,10 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     void app_sync_shared();
     void pump_app();
     bool delivering() const;  // a connection that got its CONNACK and is not closing
+    // The channel is under its write watermark now. writable_ follows the connection's
+    // notifications asynchronously; a loop sending many messages asks the channel itself, so a
+    // window of large messages cannot push the write queue past its hard limit in one go.
+    bool channel_writable() const;
 
     // Posts fn to run inside the actor (from any thread).
     void post(std::function<void(client_actor&)> fn);

@@ -13,6 +13,7 @@ import pytest
 from starling_it import codec, credentials
 from starling_it.client import persistent
 from starling_it.cluster import cluster_env, new_prefix, requires_services
+from starling_it.prometheus import metric_sum
 from starling_it.streams import publish_stream
 
 pytestmark = [
@@ -70,6 +71,11 @@ def _paho_login(application: bool) -> dict:
         return {}
     return {"username": credentials.APPLICATION["username"],
             "password": credentials.APPLICATION["password"]}
+
+
+def sessions_on(node) -> float:
+    """Sessions the node knows of, its mirror of client.session included (allClientSessions)."""
+    return metric_sum(node.metrics(), "allClientSessions")
 
 
 def queue_through(node, raw_client, uid, topic, count, application=False) -> None:
@@ -137,6 +143,13 @@ def test_v5_resume_with_expiry_0_on_another_node(broker_factory, paho_client, ra
     assert sub.session_present
     got = [m.payload for m in sub.expect_messages(100, timeout=60)]
     assert got == [str(i).encode() for i in range(100)]
+    before = sessions_on(a)
     sub.disconnect()
+    # Nodes do not call each other: the end of the session reaches node a through the log.
+    # Reconnecting before it did would race the session end (and resume the session).
+    deadline = time.monotonic() + 30
+    while sessions_on(a) >= before:
+        assert time.monotonic() < deadline, "node a never learned that the session ended"
+        time.sleep(0.1)
     again = paho_client(a, client_id=uid, protocol=5, **persistent(5, 3600))
     assert not again.session_present, "a session with expiry 0 ends with its connection"

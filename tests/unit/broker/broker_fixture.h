@@ -18,6 +18,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace starling::broker {
@@ -104,6 +105,23 @@ class broker_fixture : public ::testing::Test {
         next_rules_.reset();
         auto ack = channel->expect<mqtt::connack>();
         return {channel, ack};
+    }
+
+    // Waits (bounded) until the node routed `published` msg.all records since it started and
+    // stored every copy it wrote to msg.persisted: what was acknowledged is then in the inboxes.
+    void wait_routed(std::uint64_t published) {
+        const auto deadline = std::chrono::steady_clock::now() + 5s;
+        for (;;) {
+            const auto p = node_->pipeline_for_test();
+            if (p.msg_all_handled >= published && p.persisted_handled == p.persisted_produced) {
+                return;
+            }
+            if (std::chrono::steady_clock::now() >= deadline) {
+                ADD_FAILURE() << "routed " << p.msg_all_handled << " of " << published;
+                return;
+            }
+            std::this_thread::sleep_for(1ms);  // polling counters, not standing in for them
+        }
     }
 
     void send(const std::string& client_id, const fake_channel& ch, mqtt::packet p) {
