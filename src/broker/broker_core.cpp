@@ -110,6 +110,22 @@ void broker_core::write_session(const session_record& record, std::function<void
                  });
 }
 
+void broker_core::warm_topic(const std::string& topic) {
+    {
+        std::lock_guard lock(warm_mutex_);
+        if (!warm_topics_.insert(topic).second) {
+            return;
+        }
+    }
+    // partition_count reads the topic's metadata through the producer, filling its cache.
+    if (auto r = log_.partition_count(topic); !r) {
+        spdlog::debug("topic {}: metadata not loaded ahead of the first write: {}", topic,
+                      r.error().message());
+        std::lock_guard lock(warm_mutex_);
+        warm_topics_.erase(topic);  // try again next time
+    }
+}
+
 void broker_core::delete_session(const std::string& client_id, std::function<void(status)> done) {
     log_.produce(topics_.client_session(), client_id, std::string(), origin_headers(),
                  [done = std::move(done)](result<produce_ack> r) {

@@ -1006,14 +1006,21 @@ void client_actor::on_publish_written(std::uint64_t channel_id, std::uint64_t se
         return;  // QoS 0
     }
     if (!st) {
-        spdlog::warn("client {}: PUBLISH {} not written to the log: {}", client_id_, it->packet_id,
-                     st.error().message());
+        // Out of disk (the embedded log's free-space minimum, or ENOSPC itself) is a state of
+        // the node, counted by the log; one line per PUBLISH would flood the log while it lasts.
+        const bool disk_full = st.error() == std::errc::no_space_on_device;
+        spdlog::log(disk_full ? spdlog::level::debug : spdlog::level::warn,
+                    "client {}: PUBLISH {} not written to the log: {}", client_id_, it->packet_id,
+                    st.error().message());
         if (!conn_->v5()) {
             // v3 has no negative acknowledgement: never acknowledge what was not written.
             disconnect_with(mqtt::reason_code::unspecified_error, "message log write failed");
             return;
         }
-        it->code = mqtt::reason_code::unspecified_error;
+        // 0x97 Quota exceeded tells the client to back off and retry later; anything else
+        // 0x80 Unspecified error.
+        it->code =
+            disk_full ? mqtt::reason_code::quota_exceeded : mqtt::reason_code::unspecified_error;
     } else if (it->qos == mqtt::qos::exactly_once) {
         inbound_qos2_.insert(it->packet_id);
         save_inbound_qos2();

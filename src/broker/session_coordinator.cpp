@@ -370,6 +370,12 @@ void session_coordinator::handle_event(const proto::session_event& ev, std::int6
     const bool moves = prev && !prev->node_id.empty() && prev->node_id != ev.node_id() &&
                        (prev->connected || prev->persistent);
 
+    // The reply (and the disconnect) go to other nodes' topics: their metadata first, on this
+    // thread, so the writes below are not held for the Kafka client's topic scan.
+    core_.warm_topic(core_.topics().session_event_response(ev.node_id()));
+    if (moves) {
+        core_.warm_topic(core_.topics().client_disconnect(prev->node_id));
+    }
     auto join = std::make_shared<write_join>();
     join->remaining = moves ? 2 : 1;
     pending_writes->add();
