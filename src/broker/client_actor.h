@@ -140,6 +140,8 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     // Partitions of msg.app.shared.* topics this client's consumers own now. Actor thread only
     // (tests run it through client_msg::call).
     std::size_t app_shared_partitions_for_test() const;
+    // The session's subscriptions. Actor thread only (through client_msg::call).
+    std::size_t subscription_count_for_test() const { return subscriptions_.size(); }
     bool writable() const { return writable_.load(std::memory_order_acquire); }
     std::size_t mailbox_depth() const;
 
