@@ -70,6 +70,7 @@ broker::settings broker_settings(const config::broker_config& c) {
     s.persisted_messages_ttl =
         static_cast<std::uint32_t>(c.mqtt.persistent_session.device.persisted_messages.ttl.count());
     s.mailbox_capacity = c.actors.client.mailbox_capacity;
+    s.mailbox_bytes = c.actors.client.mailbox_bytes;
     s.throughput = c.actors.system.throughput;
     s.named_actor_grace = c.actors.client.wait_before_named_actor_stop;
     s.generated_actor_grace = c.actors.client.wait_before_generated_actor_stop;

@@ -126,6 +126,7 @@ void client_actor::handle(client_message&& m) {
             if constexpr (std::is_same_v<T, client_msg::connect>) {
                 on_connect(std::move(msg));
             } else if constexpr (std::is_same_v<T, client_msg::packet>) {
+                inbound_bytes_.fetch_sub(inbound_cost(msg.packet), std::memory_order_relaxed);
                 if (conn_ && conn_->id == msg.channel_id && !conn_->closing) {
                     conn_->last_activity = core_.clock().steady_now();
                     if (!conn_->connack_sent || inbound_qos2_loading_) {
@@ -155,11 +156,20 @@ void client_actor::handle(client_message&& m) {
             }
         },
         std::move(m));
-    // TCP backpressure: the connection stopped reading when the mailbox was full; let it read
-    // again once the mailbox drained below half.
-    if (conn_ && conn_->channel->reading_paused() && mailbox_->depth() < mailbox_->capacity() / 2) {
+    // TCP backpressure: the connection stopped reading when the mailbox was full (by count or
+    // by bytes); let it read again once both drained below half.
+    if (conn_ && conn_->channel->reading_paused() && mailbox_->depth() < mailbox_->capacity() / 2 &&
+        inbound_bytes() < static_cast<std::int64_t>(core_.cfg().mailbox_bytes / 2)) {
         conn_->channel->resume_reading();
     }
+}
+
+std::int64_t client_actor::inbound_cost(const mqtt::packet& p) {
+    constexpr std::int64_t overhead = 64;  // the packet's own structure, roughly
+    if (const auto* publish = std::get_if<mqtt::publish>(&p)) {
+        return overhead + static_cast<std::int64_t>(publish->topic.size() + publish->payload.size());
+    }
+    return overhead;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -134,6 +134,15 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     bool tell(client_message&& m);
     bool tell_control(client_message&& m);
 
+    // Bytes of the connection's packets waiting in this actor's mailbox (settings::mailbox_bytes
+    // bounds them): the connection adds what it tells, the actor takes off what it handled.
+    // What a packet counts for: its topic and payload, plus a fixed overhead. Any thread.
+    static std::int64_t inbound_cost(const mqtt::packet& p);
+    void add_inbound_bytes(std::int64_t bytes) {
+        inbound_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+    }
+    std::int64_t inbound_bytes() const { return inbound_bytes_.load(std::memory_order_relaxed); }
+
     const std::string& client_id() const { return client_id_; }
     // Read by router threads without entering the actor; updated by the actor.
     bool connected() const { return connected_.load(std::memory_order_acquire); }
@@ -306,6 +315,7 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
 
     std::atomic<bool> connected_{false};
     std::atomic<bool> writable_{true};
+    std::atomic<std::int64_t> inbound_bytes_{0};
     bool stopped_ = false;
 
     std::unique_ptr<connection_state> conn_;

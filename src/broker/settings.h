@@ -70,6 +70,9 @@ struct settings {
     std::chrono::milliseconds writable_resume_jitter{1000};
 
     std::size_t mailbox_capacity = 10000;
+    // Bytes of packets (topics and payloads) a connection may have waiting at its actor; beyond,
+    // it stops reading (client_actor::inbound_cost).
+    std::uint64_t mailbox_bytes = 4 * 1024 * 1024;
     std::size_t outbound_queue_limit = 10000;  // per non-persistent client, beyond the window
     std::size_t throughput = 5;
     // How long an actor outlives its ended session (a quick reconnect reuses it).

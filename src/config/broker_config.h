@@ -285,6 +285,7 @@ struct actor_system_section {
 struct client_actors_section {
     std::uint32_t dispatcher_pool_size{};  // resolved: >= 1
     std::uint32_t mailbox_capacity{};
+    std::uint64_t mailbox_bytes{};  // bytes (the file says KB)
     std::chrono::seconds wait_before_generated_actor_stop{};
     std::chrono::seconds wait_before_named_actor_stop{};
 

@@ -869,6 +869,9 @@ const std::vector<binding>& bindings() {
         integer(
             {"actors.client.mailbox-capacity", "ACTORS_SYSTEM_CLIENT_MAILBOX_CAPACITY", "10000"},
             FIELD(actors.client.mailbox_capacity), {.min = 1, .max = 10000000}),
+        integer({"actors.client.mailbox-bytes", "ACTORS_SYSTEM_CLIENT_MAILBOX_BYTES", "4096"},
+                FIELD(actors.client.mailbox_bytes),
+                {.min = 64, .max = 1048576, .unit = "KB", .scale = 1024}),
         integer({"actors.client.wait-before-generated-actor-stop-seconds",
                  "ACTORS_SYSTEM_CLIENT_WAIT_BEFORE_GENERATED_ACTOR_STOP_SECONDS", "10"},
                 FIELD(actors.client.wait_before_generated_actor_stop),

@@ -144,6 +144,27 @@ TEST_F(state_limits_test, a_will_the_server_cannot_honour_refuses_the_connect) {
     EXPECT_TRUE(existing->expect_opt<mqtt::pingresp>().has_value());
 }
 
+// settings::mailbox_bytes: the connection adds what it queues at the actor, the actor takes it
+// off as it handles it and lets a paused connection read again once below half.
+TEST_F(state_limits_test, queued_packet_bytes_are_accounted_and_reading_resumes_below_half) {
+    auto ch = connect("big", true);
+    auto actor = node_->core().actor_for("big");
+    const std::string payload(600 * 1024, 'x');  // past half of the 4 MiB bound together
+    ch->pause_reading_for_test();
+    std::int64_t queued = 0;
+    for (int i = 0; i < 5; ++i) {
+        mqtt::packet p = mqtt::publish{.topic = "b", .payload = payload};
+        queued += client_actor::inbound_cost(p);
+        actor->add_inbound_bytes(client_actor::inbound_cost(p));
+        send("big", *ch, std::move(p));
+    }
+    EXPECT_GT(queued, 2 * 1024 * 1024);
+    sync_with(actor);
+    EXPECT_EQ(actor->inbound_bytes(), 0) << "every handled packet is taken off";
+    EXPECT_FALSE(ch->reading_paused());
+    EXPECT_GE(ch->resumed(), 1);
+}
+
 class will_rate_limit_test : public broker_fixture {
   protected:
     void SetUp() override {
