@@ -59,9 +59,14 @@ class device_inbox {
     virtual void read_pending(const std::string& client_id, std::size_t max,
                               callback<std::vector<inbox_message>> done) = 0;
 
-    // PUBACK / PUBCOMP: the message is gone. Unknown ids succeed (idempotent).
-    virtual void remove(const std::string& client_id, std::uint16_t packet_id,
-                        done_callback done) = 0;
+    // PUBACK / PUBCOMP: the messages are gone, all of them in one atomic step (a client that
+    // acknowledges fast costs one store operation per batch, not one per message). Unknown
+    // ids succeed (idempotent).
+    virtual void remove_batch(const std::string& client_id, std::vector<std::uint16_t> packet_ids,
+                              done_callback done) = 0;
+    void remove(const std::string& client_id, std::uint16_t packet_id, done_callback done) {
+        remove_batch(client_id, std::vector<std::uint16_t>{packet_id}, std::move(done));
+    }
 
     // PUBREC: the message becomes a PUBREL marker and keeps its expiry.
     virtual void mark_pubrel(const std::string& client_id, std::uint16_t packet_id,

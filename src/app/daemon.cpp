@@ -57,7 +57,11 @@ broker::settings broker_settings(const config::broker_config& c) {
     s.min_topic_length_for_alias = c.mqtt.topic.min_length_for_alias_replacement;
     s.max_topic_segments = c.mqtt.topic.max_segments_count;
     s.allow_root_multi_level_wildcard = c.mqtt.subscription.allow_root_multi_level_wildcard;
+    s.max_subscriptions_per_client = c.mqtt.subscription.max_per_client;
     s.retain_available = c.mqtt.retain_available;
+    s.max_retained_messages = c.mqtt.retained_messages.max_count;
+    s.max_retained_bytes = c.mqtt.retained_messages.max_bytes;
+    s.max_user_properties = c.mqtt.max_user_properties;
     s.max_qos = c.mqtt.max_qos;
     s.max_session_expiry =
         static_cast<std::uint32_t>(c.mqtt.client_session_expiry.max_expiry_interval.count());
@@ -67,6 +71,7 @@ broker::settings broker_settings(const config::broker_config& c) {
     s.persisted_messages_ttl =
         static_cast<std::uint32_t>(c.mqtt.persistent_session.device.persisted_messages.ttl.count());
     s.mailbox_capacity = c.actors.client.mailbox_capacity;
+    s.mailbox_bytes = c.actors.client.mailbox_bytes;
     s.throughput = c.actors.system.throughput;
     s.named_actor_grace = c.actors.client.wait_before_named_actor_stop;
     s.generated_actor_grace = c.actors.client.wait_before_generated_actor_stop;

@@ -388,11 +388,13 @@ void application_session::set_shared(std::vector<app_shared_spec> specs) {
         return a.share == b.share && a.filter == b.filter;
     };
     std::vector<std::uint32_t> gone;
-    for (auto& [id, src] : shared_) {
+    for (auto& entry : shared_) {
+        // Not a structured binding: clang 14 cannot capture one in a lambda (the fuzz build).
+        auto& src = entry.second;
         auto spec = std::find_if(specs.begin(), specs.end(),
                                  [&](const app_shared_spec& s) { return same(s, src.spec); });
         if (spec == specs.end()) {
-            gone.push_back(id);
+            gone.push_back(entry.first);
         } else {
             src.spec = std::move(*spec);  // a SUBSCRIBE again may change QoS and options
             specs.erase(spec);
@@ -917,7 +919,7 @@ void client_actor::pump_app() {
     if (!app_ || !delivering()) {
         return;
     }
-    while (inflight_.size() < window() && writable_.load(std::memory_order_relaxed)) {
+    while (inflight_.size() < window() && channel_writable()) {
         auto out = app_->next([this] { return next_packet_id(); });
         if (!out) {
             return;

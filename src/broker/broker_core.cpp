@@ -104,21 +104,26 @@ void broker_core::publish(message_ptr msg, std::function<void(status)> done) {
 }
 
 void broker_core::write_session(const session_record& record, std::function<void(status)> done) {
-    proto::client_session s;
-    s.set_client_id(record.client_id);
-    s.set_node_id(record.node_id);
-    s.set_connected(record.connected);
-    s.set_persistent(record.persistent);
-    s.set_session_expiry_interval(record.session_expiry_interval);
-    s.set_connected_at_ms(record.connected_at_ms);
-    s.set_disconnected_at_ms(record.disconnected_at_ms);
-    s.set_client_type(record.type == client_type::application ? "APPLICATION" : "DEVICE");
-    s.set_session_id(record.session_id);
-    s.set_request_offset(record.request_offset);
-    log_.produce(topics_.client_session(), record.client_id, s.SerializeAsString(),
+    log_.produce(topics_.client_session(), record.client_id, serialize_session_record(record),
                  origin_headers(), [done = std::move(done)](result<produce_ack> r) {
                      done(r ? status{} : status{r.error()});
                  });
+}
+
+void broker_core::warm_topic(const std::string& topic) {
+    {
+        std::lock_guard lock(warm_mutex_);
+        if (!warm_topics_.insert(topic).second) {
+            return;
+        }
+    }
+    // partition_count reads the topic's metadata through the producer, filling its cache.
+    if (auto r = log_.partition_count(topic); !r) {
+        spdlog::debug("topic {}: metadata not loaded ahead of the first write: {}", topic,
+                      r.error().message());
+        std::lock_guard lock(warm_mutex_);
+        warm_topics_.erase(topic);  // try again next time
+    }
 }
 
 void broker_core::delete_session(const std::string& client_id, std::function<void(status)> done) {

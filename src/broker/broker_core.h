@@ -35,7 +35,9 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 namespace starling::proto {
@@ -72,6 +74,13 @@ class broker_core {
     std::int64_t now_ms() const { return clock_.epoch_ms(); }
     // Shared groups whose waiting copies a local member is moving (group_inbox.h).
     group_inbox_moves& group_moves() { return group_moves_; }
+
+    // Before the first write to a topic this node did not create (another node's response,
+    // disconnect or downlink topic): learn its metadata now, once per topic. Kafka's client
+    // otherwise holds the first record of an unknown topic until its next one-second topic scan
+    // — a CONNECT answered through another node's handler waited up to a second for that.
+    // Blocking (one metadata round trip, the first time): consumer and handler threads only.
+    void warm_topic(const std::string& topic);
 
     // The live actor of a client, created when absent.
     std::shared_ptr<client_actor> actor_for(const std::string& client_id);
@@ -172,6 +181,8 @@ class broker_core {
     retained_store retained_;
     session_registry sessions_;
     std::atomic<bool> stopping_{false};
+    std::mutex warm_mutex_;
+    std::unordered_set<std::string> warm_topics_;
     std::function<void(const std::string&)> subscriptions_dropped_hook_;
     subscriptions_barrier subscriptions_barrier_;
     auth::authenticator* authenticator_ = nullptr;

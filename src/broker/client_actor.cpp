@@ -126,6 +126,7 @@ void client_actor::handle(client_message&& m) {
             if constexpr (std::is_same_v<T, client_msg::connect>) {
                 on_connect(std::move(msg));
             } else if constexpr (std::is_same_v<T, client_msg::packet>) {
+                inbound_bytes_.fetch_sub(inbound_cost(msg.packet), std::memory_order_relaxed);
                 if (conn_ && conn_->id == msg.channel_id && !conn_->closing) {
                     conn_->last_activity = core_.clock().steady_now();
                     if (!conn_->connack_sent || inbound_qos2_loading_) {
@@ -155,11 +156,20 @@ void client_actor::handle(client_message&& m) {
             }
         },
         std::move(m));
-    // TCP backpressure: the connection stopped reading when the mailbox was full; let it read
-    // again once the mailbox drained below half.
-    if (conn_ && conn_->channel->reading_paused() && mailbox_->depth() < mailbox_->capacity() / 2) {
+    // TCP backpressure: the connection stopped reading when the mailbox was full (by count or
+    // by bytes); let it read again once both drained below half.
+    if (conn_ && conn_->channel->reading_paused() && mailbox_->depth() < mailbox_->capacity() / 2 &&
+        inbound_bytes() < static_cast<std::int64_t>(core_.cfg().mailbox_bytes / 2)) {
         conn_->channel->resume_reading();
     }
+}
+
+std::int64_t client_actor::inbound_cost(const mqtt::packet& p) {
+    constexpr std::int64_t overhead = 64;  // the packet's own structure, roughly
+    if (const auto* publish = std::get_if<mqtt::publish>(&p)) {
+        return overhead + static_cast<std::int64_t>(publish->topic.size() + publish->payload.size());
+    }
+    return overhead;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -193,6 +203,27 @@ void client_actor::on_connect(client_msg::connect&& m) {
     }
     const mqtt::connect& p = m.packet;
     const bool v5 = p.protocol_version == mqtt::protocol_version::v5;
+
+    // A will the server cannot honour refuses the CONNECT (MQTT 5.0 section 3.2.2.3.4: 0x9B,
+    // 0x9A), before anything changes for a connection this one would replace.
+    if (auto refusal = will_refusal(p)) {
+        spdlog::info("client refused: id={} address={} version={} reason={} ({})", client_id_,
+                     m.channel->remote_address(), version_name(p.protocol_version),
+                     mqtt::to_string(refusal->first), refusal->second);
+        mqtt::connack ack;
+        ack.reason_code = refusal->first;
+        if (v5) {
+            ack.properties.reason_string = std::string(refusal->second);
+        }
+        std::string out;
+        mqtt::encode(ack, p.protocol_version, out);
+        m.channel->send(std::move(out));
+        m.channel->close();
+        if (!conn_ && !session_exists_) {
+            stop_actor();
+        }
+        return;
+    }
 
     // Takeover: the old connection gets DISCONNECT 0x8E and its will is published unless the
     // session continues and a will delay applies (the new connection cancels it).
@@ -339,6 +370,25 @@ void client_actor::connect_session(const mqtt::connect& p, std::uint32_t expiry,
         }));
 }
 
+std::optional<std::pair<mqtt::reason_code, std::string_view>> client_actor::will_refusal(
+    const mqtt::connect& p) const {
+    if (!p.will) {
+        return std::nullopt;
+    }
+    const auto& cfg = core_.cfg();
+    if (static_cast<std::uint8_t>(p.will->qos) > cfg.max_qos) {
+        return std::pair{mqtt::reason_code::qos_not_supported, "will QoS above the maximum"};
+    }
+    if (p.will->retain && !cfg.retain_available) {
+        return std::pair{mqtt::reason_code::retain_not_supported, "retained will not available"};
+    }
+    if (cfg.max_topic_segments != 0 && topic_levels(p.will->topic) > cfg.max_topic_segments) {
+        return std::pair{mqtt::reason_code::topic_name_invalid,
+                         "will topic has more levels than allowed"};
+    }
+    return std::nullopt;
+}
+
 std::uint64_t client_actor::pending_connect_channel() const {
     return conn_ && !conn_->closing && !conn_->connack_sent ? conn_->id : 0;
 }
@@ -369,6 +419,7 @@ void client_actor::begin_session(bool resumed, bool persistent, std::uint32_t ex
                 sent_before_.insert(id);
             }
         }
+        drop_prefetched();  // still in the inbox: this connection reads them again
         inflight_.clear();
         queued_.clear();
     }
@@ -460,6 +511,13 @@ void client_actor::on_cluster_connect_reply(std::uint64_t channel_id, const std:
     begin_session(grant.session_present, expiry != 0 || !conn_->clean_start, expiry);
     if (grant.session_present && previous_here) {
         authorize_inherited_subscriptions();
+    }
+    if (grant.session_present && !previous_here) {
+        // The node the session comes from may have sent some of its pending messages (it was
+        // connected there, killed mid-delivery, or ended with some unacknowledged): each goes
+        // with DUP until the inbox was covered once. A session that left cleanly, everything
+        // acknowledged, has nothing to redeliver: its messages are first deliveries.
+        redeliver_all_as_dup_ = grant.previous_may_have_sent;
     }
     session_id_ = request_id;
     const bool moved = conn_->moved_before_reply;
@@ -566,6 +624,7 @@ void client_actor::drop_local_session() {
     }
     redeliver_all_as_dup_ = false;
     check_stored_deliveries_ = false;
+    forget_inbox_state();
     session_exists_ = false;
     persistent_ = false;
     session_id_.clear();
@@ -698,6 +757,14 @@ void client_actor::complete_connect(std::uint64_t channel_id, bool session_prese
         if (c.wants_response_information && !cfg.response_information.empty()) {
             props.response_information = cfg.response_information;
         }
+    } else if (c.keep_alive == 0 || c.keep_alive > cfg.max_keep_alive) {
+        // 3.1.x has no Server Keep Alive: the server enforces its maximum all the same, so a
+        // silent connection is never kept forever (a client that pings as it asked, within the
+        // maximum, is unaffected; one that asked for more or none is closed after 1.5 times
+        // the maximum of silence).
+        spdlog::debug("client {}: keep-alive {} s enforced as {} s", client_id_, c.keep_alive,
+                      cfg.max_keep_alive);
+        c.keep_alive = cfg.max_keep_alive;
     }
     app_on_connect(session_present);
     send_packet(ack);
@@ -862,6 +929,11 @@ void client_actor::on_publish(mqtt::publish&& p) {
         return;
     }
     if (cfg.max_topic_segments != 0 && topic_levels(p.topic) > cfg.max_topic_segments) {
+        // v5 is told (0x90); a v3 QoS 1/2 PUBLISH is acknowledged (it has no negative
+        // acknowledgement and would be resent forever) — either way dropped and counted.
+        core_.probe().message_dropped(metrics::drop_reason::topic_levels, client_id_, p.topic);
+        spdlog::debug("client {}: PUBLISH to a topic of more than {} levels dropped", client_id_,
+                      cfg.max_topic_segments);
         answer_publish_now(p, mqtt::reason_code::topic_name_invalid);
         return;
     }
@@ -895,6 +967,24 @@ void client_actor::on_publish(mqtt::publish&& p) {
         return;
     }
 
+    if (p.retain && !p.payload.empty() &&
+        !core_.retained().admits(p.topic, p.payload.size(), cfg.max_retained_messages,
+                                 cfg.max_retained_bytes)) {
+        core_.probe().retained_refused();
+        spdlog::debug(
+            "client {}: retained message on '{}' not stored: the node holds its "
+            "maximum of retained messages",
+            client_id_, p.topic);
+        if (c.v5()) {
+            // Refused whole (the client learns it was not accepted); 3.1.1 cannot be told, so
+            // the message is published without being retained.
+            core_.probe().message_dropped(metrics::drop_reason::retained_limit, client_id_,
+                                          p.topic);
+            answer_publish_now(p, mqtt::reason_code::quota_exceeded);
+            return;
+        }
+        p.retain = false;
+    }
     if (core_.quota() != nullptr && !quota_admits_publish(p)) {
         return;  // refused (answered and counted) or waiting for tokens
     }
@@ -926,14 +1016,21 @@ void client_actor::on_publish_written(std::uint64_t channel_id, std::uint64_t se
         return;  // QoS 0
     }
     if (!st) {
-        spdlog::warn("client {}: PUBLISH {} not written to the log: {}", client_id_, it->packet_id,
-                     st.error().message());
+        // Out of disk (the embedded log's free-space minimum, or ENOSPC itself) is a state of
+        // the node, counted by the log; one line per PUBLISH would flood the log while it lasts.
+        const bool disk_full = st.error() == std::errc::no_space_on_device;
+        spdlog::log(disk_full ? spdlog::level::debug : spdlog::level::warn,
+                    "client {}: PUBLISH {} not written to the log: {}", client_id_, it->packet_id,
+                    st.error().message());
         if (!conn_->v5()) {
             // v3 has no negative acknowledgement: never acknowledge what was not written.
             disconnect_with(mqtt::reason_code::unspecified_error, "message log write failed");
             return;
         }
-        it->code = mqtt::reason_code::unspecified_error;
+        // 0x97 Quota exceeded tells the client to back off and retry later; anything else
+        // 0x80 Unspecified error.
+        it->code =
+            disk_full ? mqtt::reason_code::quota_exceeded : mqtt::reason_code::unspecified_error;
     } else if (it->qos == mqtt::qos::exactly_once) {
         inbound_qos2_.insert(it->packet_id);
         save_inbound_qos2();
@@ -1054,20 +1151,79 @@ void client_actor::finish_outbound(std::uint16_t packet_id) {
     inflight_.erase(it);
     sent_before_.erase(packet_id);
     if (from_inbox) {
-        inbox_removing_.insert(packet_id);
-        core_.inbox().remove(client_id_, packet_id,
-                             bind_status([packet_id](client_actor& a, status st) {
-                                 a.inbox_removing_.erase(packet_id);
-                                 if (!st) {
-                                     spdlog::warn("client {}: inbox remove failed: {}",
-                                                  a.client_id_, st.error().message());
-                                 }
-                                 a.pump_inbox();
-                             }));
+        remove_from_inbox(packet_id);
     }
     pump_queued();
     pump_inbox();
     pump_app();
+}
+
+void client_actor::remove_from_inbox(std::uint16_t packet_id) {
+    inbox_removing_.insert(packet_id);
+    inbox_to_remove_.push_back(packet_id);
+    flush_inbox_removals();
+}
+
+void client_actor::flush_inbox_removals() {
+    if (inbox_remove_in_flight_ || inbox_remove_retrying_ || inbox_to_remove_.empty()) {
+        return;  // the removal in flight (or the retry) takes these next
+    }
+    inbox_remove_in_flight_ = true;
+    std::vector<std::uint16_t> batch = std::move(inbox_to_remove_);
+    inbox_to_remove_.clear();
+    const std::uint64_t generation = inbox_generation_;
+    core_.inbox().remove_batch(
+        client_id_, batch, bind_status([generation, batch](client_actor& a, status st) mutable {
+            if (generation != a.inbox_generation_) {
+                return;  // the session's inbox was cleared meanwhile
+            }
+            a.inbox_remove_in_flight_ = false;
+            if (!st) {
+                // Never forgotten: a message whose removal failed would be read and delivered
+                // again. The ids stay in inbox_removing_ until a retry succeeds.
+                spdlog::warn(
+                    "client {}: removing {} acknowledged messages from the inbox "
+                    "failed, retrying in 1 s: {}",
+                    a.client_id_, batch.size(), st.error().message());
+                a.inbox_to_remove_.insert(a.inbox_to_remove_.begin(), batch.begin(), batch.end());
+                a.retry_inbox_removals();
+                return;
+            }
+            for (auto id : batch) {
+                a.inbox_removing_.erase(id);
+            }
+            a.flush_inbox_removals();
+            a.pump_inbox();
+        }));
+}
+
+void client_actor::retry_inbox_removals() {
+    inbox_remove_retrying_ = true;
+    const std::uint64_t generation = inbox_generation_;
+    std::weak_ptr<client_actor> weak = weak_from_this();
+    core_.timers().schedule_after(std::chrono::seconds(1), [weak, generation] {
+        if (auto self = weak.lock()) {
+            self->post([generation](client_actor& a) {
+                if (generation != a.inbox_generation_) {
+                    return;
+                }
+                a.inbox_remove_retrying_ = false;
+                a.flush_inbox_removals();
+            });
+        }
+    });
+}
+
+void client_actor::forget_inbox_state() {
+    // The inbox is cleared (or belongs to another node now): removals and reads in flight refer
+    // to what it held before. The store runs a client's operations in order, so nothing issued
+    // after the clear can see the old messages.
+    ++inbox_generation_;
+    drop_prefetched();
+    inbox_to_remove_.clear();
+    inbox_removing_.clear();
+    inbox_remove_in_flight_ = false;
+    inbox_remove_retrying_ = false;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1082,6 +1238,10 @@ std::size_t client_actor::window() const {
 }
 
 bool client_actor::delivering() const { return conn_ && conn_->connack_sent && !conn_->closing; }
+
+bool client_actor::channel_writable() const {
+    return writable_.load(std::memory_order_relaxed) && conn_ && conn_->channel->writable();
+}
 
 std::uint16_t client_actor::next_packet_id() {
     // Skips ids in flight (including ids the inbox assigned).
@@ -1257,31 +1417,30 @@ void client_actor::send_packet(const mqtt::packet& p) {
 }
 
 void client_actor::pump_inbox() {
-    if (!persistent_ || !conn_ || !conn_->connack_sent || conn_->closing || inbox_reading_ ||
-        !inbox_dirty_) {
+    if (!persistent_ || !conn_ || !conn_->connack_sent || conn_->closing) {
         return;
-    }
-    if (inflight_.size() >= window() || !writable_.load(std::memory_order_relaxed)) {
-        return;  // resumes on acknowledgements or when the connection drains
-    }
-    // Reads go in batches: with messages in flight, wait until at least half the window is free.
-    // The in-flight messages are the oldest pending ones, so every read returns them again; a
-    // read per acknowledgement would cost a window's worth of records per message delivered.
-    if (!inflight_.empty() && window() - inflight_.size() < (window() + 1) / 2) {
-        return;  // the acknowledgement that frees enough of the window reads
     }
     if (resume_backoff_) {
         if (!inflight_.empty()) {
             return;  // on_resume_backoff() or the last acknowledgement resumes it
         }
         end_resume_backoff();
-        inbox_dirty_ = true;
+        inbox_dirty_ = true;  // re-read: the inbox is the truth after a stall
+    }
+    send_prefetched();
+    if (inbox_reading_ || !inbox_dirty_ || !writable_.load(std::memory_order_relaxed)) {
+        return;
+    }
+    if (inbox_prefetched_.size() >= window()) {
+        return;  // enough read ahead to fill the window again; acknowledgements take from it
     }
     inbox_reading_ = true;
     inbox_dirty_ = false;
     const std::uint64_t channel_id = conn_->id;
-    // The oldest pending messages are the ones in flight; read past them to the next ones.
-    const std::size_t requested = window() + inbox_removing_.size();
+    // The oldest pending messages are the ones already known (in flight, being removed, read
+    // ahead): read past them to about a window of new ones.
+    const std::size_t requested =
+        inflight_.size() + inbox_removing_.size() + inbox_prefetched_.size() + window();
     core_.inbox().read_pending(
         client_id_, requested,
         [self = shared_from_this(), channel_id, requested](result<std::vector<inbox_message>> r) {
@@ -1313,21 +1472,42 @@ void client_actor::on_inbox_read(std::uint64_t channel_id, std::size_t requested
         });
         return;
     }
-    const std::int64_t now = core_.now_ms();
     if (r.value().size() >= requested) {
         // A full answer: more may wait behind it. Without this a backlog longer than the window
         // stopped once the first window was acknowledged, since nothing else marks the inbox
         // for reading while the client stays connected.
         inbox_dirty_ = true;
+    } else {
+        // A partial answer covered every pending message: once those are sent, whatever was
+        // pending when the session came to this actor has been delivered once more here.
+        inbox_covered_ = true;
     }
     for (auto& im : r.value()) {
-        if (inflight_.contains(im.packet_id) || inbox_removing_.contains(im.packet_id)) {
+        if (inflight_.contains(im.packet_id) || inbox_removing_.contains(im.packet_id) ||
+            inbox_prefetched_ids_.contains(im.packet_id)) {
             continue;
         }
-        if (inflight_.size() >= window()) {
-            inbox_dirty_ = true;
-            break;
-        }
+        inbox_prefetched_ids_.insert(im.packet_id);
+        inbox_prefetched_.push_back(std::move(im));
+    }
+    send_prefetched();
+    if (!inbox_reading_ && inbox_dirty_) {
+        pump_inbox();
+    }
+}
+
+void client_actor::send_prefetched() {
+    if (!delivering() || !writable_.load(std::memory_order_relaxed) ||
+        (resume_backoff_ && !inflight_.empty())) {
+        return;
+    }
+    const std::int64_t now = core_.now_ms();
+    // The channel's own watermark, not writable_ (that flag follows it asynchronously): a
+    // window of large messages must not push the write queue past its hard limit in one go.
+    while (!inbox_prefetched_.empty() && inflight_.size() < window() && channel_writable()) {
+        inbox_message im = std::move(inbox_prefetched_.front());
+        inbox_prefetched_.pop_front();
+        inbox_prefetched_ids_.erase(im.packet_id);
         if (im.pubrel) {
             // An interrupted QoS 2 exchange resumes at PUBREL.
             auto& entry = inflight_[im.packet_id];
@@ -1338,8 +1518,9 @@ void client_actor::on_inbox_read(std::uint64_t channel_id, std::size_t requested
         }
         proto::persisted_msg pm;
         if (!pm.ParseFromString(im.record)) {
-            spdlog::error("client {}: unreadable inbox record {}", client_id_, im.packet_id);
-            finish_outbound(im.packet_id);
+            spdlog::error("client {}: unreadable inbox record {} removed", client_id_,
+                          im.packet_id);
+            remove_from_inbox(im.packet_id);
             continue;
         }
         delivery d;
@@ -1349,22 +1530,14 @@ void client_actor::on_inbox_read(std::uint64_t channel_id, std::size_t requested
         d.subscription_ids.assign(pm.subscription_ids().begin(), pm.subscription_ids().end());
         if (d.msg->expired(now)) {
             core_.probe().message_dropped(metrics::drop_reason::expired, client_id_, d.msg->topic);
-            inbox_removing_.insert(im.packet_id);
-            core_.inbox().remove(client_id_, im.packet_id,
-                                 bind_status([id = im.packet_id](client_actor& a, status) {
-                                     a.inbox_removing_.erase(id);
-                                 }));
+            remove_from_inbox(im.packet_id);
             continue;
         }
         if (check_stored_deliveries_ && !authorized_for_delivery(*d.msg)) {
             // Queued for a subscription the client now connected may not have.
             core_.probe().message_dropped(metrics::drop_reason::not_authorized, client_id_,
                                           d.msg->topic);
-            inbox_removing_.insert(im.packet_id);
-            core_.inbox().remove(client_id_, im.packet_id,
-                                 bind_status([id = im.packet_id](client_actor& a, status) {
-                                     a.inbox_removing_.erase(id);
-                                 }));
+            remove_from_inbox(im.packet_id);
             continue;
         }
         if (d.qos == mqtt::qos::at_most_once) {
@@ -1378,9 +1551,18 @@ void client_actor::on_inbox_read(std::uint64_t channel_id, std::size_t requested
                                                            : outbound_entry::state::awaiting_pubrec;
         send_publish(entry.d, im.packet_id, dup);
     }
-    if (!inbox_reading_ && inbox_dirty_) {
-        pump_inbox();
+    if (inbox_prefetched_.empty() && inbox_covered_ && redeliver_all_as_dup_) {
+        // Everything that might have been sent before (by the node before a restart, or the
+        // node the session came from) is in flight now and goes into sent_before_ if this
+        // connection ends; newer messages are first deliveries.
+        redeliver_all_as_dup_ = false;
     }
+}
+
+void client_actor::drop_prefetched() {
+    inbox_prefetched_.clear();
+    inbox_prefetched_ids_.clear();
+    inbox_covered_ = false;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1443,6 +1625,15 @@ void client_actor::on_subscribe(mqtt::subscribe&& s) {
         sub.options.qos = granted;
         auto key = subscription_key(group, filter);
         const bool existed = subscriptions_.contains(key);
+        if (!existed && cfg.max_subscriptions_per_client != 0 &&
+            subscriptions_.size() >= cfg.max_subscriptions_per_client) {
+            core_.probe().subscription_refused();
+            spdlog::debug("client {}: SUBSCRIBE to '{}' refused: {} subscriptions already",
+                          client_id_, req.filter, subscriptions_.size());
+            codes.push_back(v5 ? mqtt::reason_code::quota_exceeded
+                               : mqtt::reason_code::unspecified_error);
+            continue;
+        }
         subscriptions_.insert_or_assign(key, sub);
         core_.trie().subscribe(
             sub.filter, routing::subscription{
@@ -1843,13 +2034,15 @@ void client_actor::end_connection(std::string_view reason) {
     }
     inflight_.clear();
     queued_.clear();
+    drop_prefetched();  // still in the inbox: the next connection reads them again
     if (app_) {
         app_->disconnect();
     }
     const std::int64_t now = core_.now_ms();
     if (auto* coordinator = core_.coordinator(); core_.cfg().cluster && coordinator != nullptr) {
         // Cluster: the session-event handler is the only writer of client.session.
-        coordinator->notify_disconnected(client_id_, session_id_, session_expiry_);
+        coordinator->notify_disconnected(client_id_, session_id_, session_expiry_,
+                                         !sent_before_.empty());
     } else {
         write_session_record(false, [id = client_id_](status st) {
             if (!st) {
@@ -1864,7 +2057,8 @@ void client_actor::end_connection(std::string_view reason) {
                                                 .disconnected_at_ms = now,
                                                 .node_id = core_.cfg().node_id,
                                                 .session_id = session_id_,
-                                                .type = type_});
+                                                .type = type_,
+                                                .unacknowledged = !sent_before_.empty()});
     arm_session_expiry(now);
 }
 
@@ -1900,6 +2094,30 @@ void client_actor::publish_will(const mqtt::will_message& will) {
     p.retain = will.retain;
     p.properties = will.properties;
     p.properties.will_delay_interval.reset();
+    // A will is a PUBLISH of the client's: the limits of its PUBLISHes apply (QoS, retain and
+    // levels were checked at CONNECT).
+    if (!incoming_allowed()) {
+        core_.probe().message_dropped(metrics::drop_reason::incoming_rate, client_id_, p.topic);
+        spdlog::info("client {}: will not published: over the incoming publish rate limit",
+                     client_id_);
+        return;
+    }
+    if (p.retain && !p.payload.empty() &&
+        !core_.retained().admits(p.topic, p.payload.size(), core_.cfg().max_retained_messages,
+                                 core_.cfg().max_retained_bytes)) {
+        core_.probe().retained_refused();
+        p.retain = false;
+    }
+    if (core_.quota() != nullptr) {
+        const std::int64_t cost = publish_cost(p);
+        const auto v = core_.quota()->charge_now(cost);
+        quota_report(v, cost);
+        if (!ratelimit::is_admitted(v)) {
+            core_.probe().message_dropped(metrics::drop_reason::quota, client_id_, p.topic);
+            spdlog::info("client {}: will not published: over the throughput quota", client_id_);
+            return;
+        }
+    }
     auto msg = std::make_shared<const app_message>(
         from_publish(p, client_id_, core_.cfg().node_id, core_.now_ms()));
     core_.publish(std::move(msg), [id = client_id_](status st) {
@@ -1925,6 +2143,7 @@ void client_actor::clear_session_state() {
         write_subscriptions([](status) {});
     }
     if (persistent_ || session_exists_) {
+        forget_inbox_state();
         core_.inbox().clear(client_id_, [](status) {});
         core_.metadata().delete_session_context(client_id_, [](status) {});
     }
@@ -1963,6 +2182,7 @@ void client_actor::end_session() {
     }
     core_.write_subscriptions(client_id_, std::string(), [](status) {});
     if (had_persistent_state) {
+        forget_inbox_state();
         core_.inbox().clear(client_id_, [](status) {});
         core_.metadata().delete_session_context(client_id_, [](status) {});
     }
@@ -2017,24 +2237,26 @@ void client_actor::write_session_record(bool connected, std::function<void(statu
                      .connected_at_ms = connected ? core_.now_ms() : 0,
                      .disconnected_at_ms = connected ? 0 : core_.now_ms(),
                      .node_id = core_.cfg().node_id,
-                     .type = type_};
+                     .type = type_,
+                     .unacknowledged = !connected && !sent_before_.empty()};
     core_.write_session(r, std::move(done));
 }
 
 void client_actor::restore_offline_session(std::uint32_t session_expiry_interval,
                                            std::int64_t disconnected_at_ms,
                                            std::vector<stored_subscription> subscriptions,
-                                           std::function<void()> restored, std::string session_id) {
+                                           bool may_have_sent, std::function<void()> restored,
+                                           std::string session_id) {
     post([=, subs = std::move(subscriptions), restored = std::move(restored),
           session_id = std::move(session_id)](client_actor& a) mutable {
         a.session_id_ = std::move(session_id);
         a.persistent_ = true;
         a.session_exists_ = true;
         a.session_expiry_ = session_expiry_interval;
-        // Which messages were sent before the node went down is known only in memory (after a
-        // crash, not even that): every pending one goes with DUP, as it might be a
-        // re-delivery (MQTT-3.3.1-1 asks for DUP on every re-delivery, and allows it when unsure).
-        a.redeliver_all_as_dup_ = true;
+        // Which messages were sent before the node went down is known only in memory: if the
+        // session was connected (a crash) or its last connection left some unacknowledged,
+        // every pending one goes with DUP, as it might be a re-delivery (MQTT-3.3.1-1).
+        a.redeliver_all_as_dup_ = may_have_sent;
         for (auto& sub : subs) {
             a.add_subscription(std::move(sub));
         }

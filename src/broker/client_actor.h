@@ -134,12 +134,23 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     bool tell(client_message&& m);
     bool tell_control(client_message&& m);
 
+    // Bytes of the connection's packets waiting in this actor's mailbox (settings::mailbox_bytes
+    // bounds them): the connection adds what it tells, the actor takes off what it handled.
+    // What a packet counts for: its topic and payload, plus a fixed overhead. Any thread.
+    static std::int64_t inbound_cost(const mqtt::packet& p);
+    void add_inbound_bytes(std::int64_t bytes) {
+        inbound_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+    }
+    std::int64_t inbound_bytes() const { return inbound_bytes_.load(std::memory_order_relaxed); }
+
     const std::string& client_id() const { return client_id_; }
     // Read by router threads without entering the actor; updated by the actor.
     bool connected() const { return connected_.load(std::memory_order_acquire); }
     // Partitions of msg.app.shared.* topics this client's consumers own now. Actor thread only
     // (tests run it through client_msg::call).
     std::size_t app_shared_partitions_for_test() const;
+    // The session's subscriptions. Actor thread only (through client_msg::call).
+    std::size_t subscription_count_for_test() const { return subscriptions_.size(); }
     bool writable() const { return writable_.load(std::memory_order_acquire); }
     std::size_t mailbox_depth() const;
 
@@ -149,9 +160,11 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     // restart would find no subscriber and be committed as delivered.
     // A session already expired (session expiry 0, or its interval passed while the node was
     // down) ends here, before `restored` runs, so no CONNECT can resume it.
+    // `may_have_sent`: the record says the session was connected or ended with messages
+    // unacknowledged, so pending messages go with DUP.
     void restore_offline_session(std::uint32_t session_expiry_interval,
                                  std::int64_t disconnected_at_ms,
-                                 std::vector<stored_subscription> subscriptions,
+                                 std::vector<stored_subscription> subscriptions, bool may_have_sent,
                                  std::function<void()> restored, std::string session_id = {});
 
     // Cluster mode: the session-event handler moved the session `session_id` to `new_node_id`
@@ -197,6 +210,9 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     void limits_on_session_begun();
     void limits_on_restored();
     void limits_release();
+    // Why a CONNECT's will cannot be accepted (QoS, retain, levels), if it cannot.
+    std::optional<std::pair<mqtt::reason_code, std::string_view>> will_refusal(
+        const mqtt::connect& p) const;
     // The id of the connection whose CONNECT is not answered yet; 0 when none.
     std::uint64_t pending_connect_channel() const;
     // Answers the pending CONNECT with a refusal (and a log line) and closes the connection.
@@ -244,7 +260,11 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     void send_publish(const delivery& d, std::uint16_t packet_id, bool dup);
     void send_packet(const mqtt::packet& p);
     void pump_queued();
+    // Reads the inbox ahead (bounded by the window) and fills the window from what was read:
+    // every free slot is used at once, while the store is read about once per window.
     void pump_inbox();
+    void send_prefetched();
+    void drop_prefetched();
     // `requested`: how many pending messages the read asked for (a full answer means the
     // inbox may hold more).
     void on_inbox_read(std::uint64_t channel_id, std::size_t requested,
@@ -275,6 +295,10 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     void app_sync_shared();
     void pump_app();
     bool delivering() const;  // a connection that got its CONNACK and is not closing
+    // The channel is under its write watermark now. writable_ follows the connection's
+    // notifications asynchronously; a loop sending many messages asks the channel itself, so a
+    // window of large messages cannot push the write queue past its hard limit in one go.
+    bool channel_writable() const;
 
     // Posts fn to run inside the actor (from any thread).
     void post(std::function<void(client_actor&)> fn);
@@ -291,6 +315,7 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
 
     std::atomic<bool> connected_{false};
     std::atomic<bool> writable_{true};
+    std::atomic<std::int64_t> inbound_bytes_{0};
     bool stopped_ = false;
 
     std::unique_ptr<connection_state> conn_;
@@ -325,6 +350,25 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     std::uint16_t last_packet_id_ = 0;
     bool inbox_dirty_ = false;
     bool inbox_reading_ = false;
+    // Pending messages read from the inbox and not sent yet (window full), oldest first; at
+    // most about a window of them. Dropped when the connection ends (they stay in the inbox).
+    std::deque<inbox_message> inbox_prefetched_;
+    std::unordered_set<std::uint16_t> inbox_prefetched_ids_;
+    // A read returned every pending message: once those are sent, nothing older is left.
+    bool inbox_covered_ = false;
+    // Acknowledged (or expired, or undeliverable) messages leave the inbox in batches, one
+    // removal in flight per client: acknowledgements that arrive meanwhile go in the next one.
+    // An id stays in inbox_removing_ (reads skip it) until its removal is confirmed; a failed
+    // removal is retried, never forgotten, or the message would be delivered twice.
+    void remove_from_inbox(std::uint16_t packet_id);
+    void flush_inbox_removals();
+    void retry_inbox_removals();
+    // The inbox was cleared or moved away: removals in flight no longer apply.
+    void forget_inbox_state();
+    std::vector<std::uint16_t> inbox_to_remove_;
+    bool inbox_remove_in_flight_ = false;
+    bool inbox_remove_retrying_ = false;
+    std::uint64_t inbox_generation_ = 0;
     std::unordered_set<std::uint16_t> inbox_removing_;
     std::unordered_set<std::uint16_t> sent_before_;
     bool redeliver_all_as_dup_ = false;

@@ -84,35 +84,20 @@ class group_mover : public std::enable_shared_from_this<group_mover> {
                                           a.value().trimmed);
         }
         moved_ += batch_.size();
-        auto outstanding = std::make_shared<std::size_t>(batch_.size());
-        auto failed = std::make_shared<bool>(false);
-        auto mutex = std::make_shared<std::mutex>();
+        std::vector<std::uint16_t> ids;
+        ids.reserve(batch_.size());
         for (const auto& m : batch_) {
-            core_.inbox().remove(
-                key_, m.packet_id,
-                [self = shared_from_this(), outstanding, failed, mutex](status st) {
-                    bool last = false;
-                    bool any_failed = false;
-                    {
-                        std::lock_guard lock(*mutex);
-                        *failed = *failed || !st;
-                        last = --*outstanding == 0;
-                        any_failed = *failed;
-                    }
-                    if (!last) {
-                        return;
-                    }
-                    if (any_failed) {
-                        self->finish("remove",
-                                     "the moved copies may be "
-                                     "delivered again");
-                    } else if (self->batch_.size() < move_batch) {
-                        self->finish({}, {});
-                    } else {
-                        self->read_next();
-                    }
-                });
+            ids.push_back(m.packet_id);
         }
+        core_.inbox().remove_batch(key_, std::move(ids), [self = shared_from_this()](status st) {
+            if (!st) {
+                self->finish("remove", "the moved copies may be delivered again");
+            } else if (self->batch_.size() < move_batch) {
+                self->finish({}, {});
+            } else {
+                self->read_next();
+            }
+        });
     }
 
     void finish(std::string_view step, std::string_view error) {

@@ -61,7 +61,8 @@ mqtt_connection::mqtt_connection(broker_core& core, std::shared_ptr<net::connect
       transport_(std::move(transport)),
       id_(transport_->id()),
       remote_address_(transport_->remote_address()),
-      decoder_(mqtt::decoder_limits{.max_packet_size = core.cfg().max_packet_size},
+      decoder_(mqtt::decoder_limits{.max_packet_size = core.cfg().max_packet_size,
+                                    .max_user_properties = core.cfg().max_user_properties},
                mqtt::decoder_role::server) {}
 
 void mqtt_connection::on_bytes(std::span<const std::uint8_t> bytes) {
@@ -309,6 +310,26 @@ void mqtt_connection::refuse_connect(mqtt::protocol_version version, mqtt::reaso
     transport_->close();
 }
 
+bool mqtt_connection::tell_actor_locked(client_message& m) {
+    // The mailbox bounds messages by count; the bytes of the packets in it are bounded too
+    // (settings::mailbox_bytes), or 10,000 packets of 64 KiB would be 640 MB for one client.
+    // One packet always goes, however large, so a client is never stuck behind its own.
+    std::int64_t cost = 0;
+    if (const auto* packet = std::get_if<client_msg::packet>(&m)) {
+        cost = client_actor::inbound_cost(packet->packet);
+        const auto queued = actor_->inbound_bytes();
+        if (queued > 0 && static_cast<std::uint64_t>(queued + cost) > core_.cfg().mailbox_bytes) {
+            return false;
+        }
+        actor_->add_inbound_bytes(cost);
+    }
+    if (actor_->tell(std::move(m))) {
+        return true;
+    }
+    actor_->add_inbound_bytes(-cost);  // refused: not queued (and not moved from)
+    return false;
+}
+
 void mqtt_connection::forward(client_message&& m) {
     // Packets and the end of the connection travel on the actor's normal lane, in order: a
     // close must never overtake the DISCONNECT (or PUBLISH) that preceded it.
@@ -317,11 +338,11 @@ void mqtt_connection::forward(client_message&& m) {
         backlog_.push_back(std::move(m));
         return;
     }
-    if (actor_->tell(std::move(m))) {
+    if (tell_actor_locked(m)) {
         return;
     }
-    // Mailbox full (a refused message is not moved from): keep it, stop reading until the
-    // actor drained. The actor calls resume_reading() once its mailbox is below half.
+    // Mailbox full (by count or bytes): keep the message, stop reading until the actor
+    // drained. The actor calls resume_reading() once its mailbox is below half of both.
     backlog_.push_back(std::move(m));
     paused_ = true;
     paused_flag_.store(true, std::memory_order_release);
@@ -331,7 +352,7 @@ void mqtt_connection::forward(client_message&& m) {
 void mqtt_connection::resume_reading() {
     std::unique_lock lock(backlog_mutex_);
     while (!backlog_.empty()) {
-        if (!actor_->tell(std::move(backlog_.front()))) {
+        if (!tell_actor_locked(backlog_.front())) {
             return;  // still full: the actor calls again after its next message
         }
         backlog_.pop_front();

@@ -85,6 +85,9 @@ class mqtt_connection final : public net::connection_handler,
     void refuse_connect(mqtt::protocol_version version, mqtt::reason_code code,
                         std::string_view why, std::string_view client_id = {});
     void forward(client_message&& m);
+    // Tells the actor `m` unless its mailbox is full by count or by bytes (then false, and m
+    // is untouched). Under backlog_mutex_.
+    bool tell_actor_locked(client_message& m);
     std::shared_ptr<client_actor> current_actor();
 
     broker_core& core_;

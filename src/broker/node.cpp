@@ -163,7 +163,7 @@ status node::load_state(std::vector<std::pair<topic_partition, std::int64_t>>& f
         const bool was_connected = s.connected();
         if (coordinator_ && was_connected) {
             coordinator_->notify_disconnected(client_id, s.session_id(),
-                                              s.session_expiry_interval());
+                                              s.session_expiry_interval(), true);
         }
         const std::int64_t disconnected_at = was_connected ? now : s.disconnected_at_ms();
         std::vector<stored_subscription> subs;
@@ -202,7 +202,7 @@ status node::load_state(std::vector<std::pair<topic_partition, std::int64_t>>& f
         restores->add();
         actor->restore_offline_session(
             s.session_expiry_interval(), disconnected_at, std::move(subs),
-            [restores] { restores->done(); }, s.session_id());
+            was_connected || s.unacknowledged(), [restores] { restores->done(); }, s.session_id());
         ++restored;
     }
     if (!restores->wait_until(std::chrono::steady_clock::now() + timeout)) {

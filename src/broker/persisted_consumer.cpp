@@ -284,9 +284,10 @@ bool persisted_consumer::forward(const std::vector<std::pair<log_record*, std::s
         if (signal_only) {
             headers.push_back(log_header{inbox_signal_header, "1"});
         }
-        core_.log().produce(core_.topics().downlink_persisted(owner), rec->key,
-                            signal_only ? std::string() : rec->value, std::move(headers),
-                            [&](result<produce_ack> r) {
+        const std::string downlink = core_.topics().downlink_persisted(owner);
+        core_.warm_topic(downlink);
+        core_.log().produce(downlink, rec->key, signal_only ? std::string() : rec->value,
+                            std::move(headers), [&](result<produce_ack> r) {
                                 std::lock_guard lock(mutex);
                                 if (!r) {
                                     ok = false;

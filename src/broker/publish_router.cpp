@@ -273,17 +273,19 @@ bool publish_router::forward_to_owner(const message_ptr& msg, const target& t, m
     }
     // The batch waits for the write (so the commit follows it), but a failed write of a
     // non-persistent copy is dropped and counted like a full mailbox, not re-routed.
+    const std::string downlink = core_.topics().downlink_basic(session->node_id);
+    core_.warm_topic(downlink);
     b.add();
-    core_.log().produce(
-        core_.topics().downlink_basic(session->node_id), t.client_id, pm.SerializeAsString(), {},
-        [this, &b, msg, client = t.client_id](result<produce_ack> r) {
-            if (!r) {
-                core_.probe().message_dropped(metrics::drop_reason::offline, client, msg->topic);
-            } else {
-                probe_.copy_forwarded();
-            }
-            b.complete(true);
-        });
+    core_.log().produce(downlink, t.client_id, pm.SerializeAsString(), {},
+                        [this, &b, msg, client = t.client_id](result<produce_ack> r) {
+                            if (!r) {
+                                core_.probe().message_dropped(metrics::drop_reason::offline, client,
+                                                              msg->topic);
+                            } else {
+                                probe_.copy_forwarded();
+                            }
+                            b.complete(true);
+                        });
     return true;
 }
 

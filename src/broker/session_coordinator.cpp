@@ -49,21 +49,6 @@ std::vector<log_header> written_for(const std::string& node_id) {
     return {log_header{"starling-origin-node", node_id}};
 }
 
-proto::client_session to_proto(const session_record& r) {
-    proto::client_session s;
-    s.set_client_id(r.client_id);
-    s.set_node_id(r.node_id);
-    s.set_connected(r.connected);
-    s.set_persistent(r.persistent);
-    s.set_session_expiry_interval(r.session_expiry_interval);
-    s.set_connected_at_ms(r.connected_at_ms);
-    s.set_disconnected_at_ms(r.disconnected_at_ms);
-    s.set_client_type(r.type == client_type::application ? "APPLICATION" : "DEVICE");
-    s.set_session_id(r.session_id);
-    s.set_request_offset(r.request_offset);
-    return s;
-}
-
 }  // namespace
 
 session_coordinator::session_coordinator(broker_core& core)
@@ -254,7 +239,8 @@ void session_coordinator::produce_event(const proto::session_event& ev) {
 
 void session_coordinator::notify_disconnected(const std::string& client_id,
                                               const std::string& session_id,
-                                              std::uint32_t session_expiry_interval) {
+                                              std::uint32_t session_expiry_interval,
+                                              bool unacknowledged) {
     proto::session_event ev;
     ev.set_type(proto::session_event::DISCONNECTED);
     ev.set_client_id(client_id);
@@ -262,6 +248,7 @@ void session_coordinator::notify_disconnected(const std::string& client_id,
     ev.set_request_id(session_id);
     ev.set_persistent(true);
     ev.set_session_expiry_interval(session_expiry_interval);
+    ev.set_unacknowledged(unacknowledged);
     ev.set_timestamp_ms(core_.now_ms());
     produce_event(ev);
 }
@@ -328,8 +315,9 @@ void session_coordinator::handle_event(const proto::session_event& ev, std::int6
             next.persistent = true;
             next.session_expiry_interval = ev.session_expiry_interval();
             next.disconnected_at_ms = ev.timestamp_ms();
+            next.unacknowledged = ev.unacknowledged();
             core_.log().produce(core_.topics().client_session(), client_id,
-                                to_proto(next).SerializeAsString(), written_for(next.node_id),
+                                serialize_session_record(next), written_for(next.node_id),
                                 std::move(written));
             decisions_.insert_or_assign(client_id, std::move(next));
         } else {
@@ -374,6 +362,7 @@ void session_coordinator::handle_event(const proto::session_event& ev, std::int6
     if (prev) {
         reply.set_previous_session_id(prev->session_id);
         reply.set_previous_node_id(prev->node_id);
+        reply.set_previous_may_have_sent(prev->connected || prev->unacknowledged);
     }
     // The session lives on another node (a connection, or persistent state that would
     // otherwise keep routing and expire there): that node lets go of it. On the requester's
@@ -381,6 +370,12 @@ void session_coordinator::handle_event(const proto::session_event& ev, std::int6
     const bool moves = prev && !prev->node_id.empty() && prev->node_id != ev.node_id() &&
                        (prev->connected || prev->persistent);
 
+    // The reply (and the disconnect) go to other nodes' topics: their metadata first, on this
+    // thread, so the writes below are not held for the Kafka client's topic scan.
+    core_.warm_topic(core_.topics().session_event_response(ev.node_id()));
+    if (moves) {
+        core_.warm_topic(core_.topics().client_disconnect(prev->node_id));
+    }
     auto join = std::make_shared<write_join>();
     join->remaining = moves ? 2 : 1;
     pending_writes->add();
@@ -393,14 +388,21 @@ void session_coordinator::handle_event(const proto::session_event& ev, std::int6
                          reply.request_id());
         }
         auto key = reply.client_id();
-        core_.log().produce(core_.topics().session_event_response(requester), std::move(key),
-                            reply.SerializeAsString(), {}, [pending_writes](result<produce_ack> r) {
-                                if (!r) {
-                                    spdlog::warn("session-event reply not written: {}",
-                                                 r.error().message());
-                                }
-                                pending_writes->done();
-                            });
+        const auto started = std::chrono::steady_clock::now();
+        core_.log().produce(
+            core_.topics().session_event_response(requester), std::move(key),
+            reply.SerializeAsString(), {},
+            [pending_writes, started, requester](result<produce_ack> r) {
+                if (!r) {
+                    spdlog::warn("session-event reply not written: {}", r.error().message());
+                }
+                const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::steady_clock::now() - started);
+                spdlog::log(took.count() >= 200 ? spdlog::level::info : spdlog::level::debug,
+                            "session-event reply to node {} written in {} ms", requester,
+                            took.count());
+                pending_writes->done();
+            });
     };
     if (moves) {
         proto::client_disconnect d;
@@ -415,8 +417,8 @@ void session_coordinator::handle_event(const proto::session_event& ev, std::int6
                             d.SerializeAsString(), {},
                             [join](result<produce_ack> r) { join->complete(r.has_value()); });
     }
-    core_.log().produce(core_.topics().client_session(), client_id,
-                        to_proto(next).SerializeAsString(), written_for(next.node_id),
+    core_.log().produce(core_.topics().client_session(), client_id, serialize_session_record(next),
+                        written_for(next.node_id),
                         [join](result<produce_ack> r) { join->complete(r.has_value()); });
     // Decided now, before the acks: the next event of this client (maybe in this very batch)
     // must see this decision, not the mirror's older record.
@@ -518,7 +520,8 @@ void session_coordinator::run_inbox(log_consumer* consumer) {
                     finish(reply.request_id(),
                            connect_grant{.session_present = reply.session_present(),
                                          .previous_session_id = reply.previous_session_id(),
-                                         .previous_node_id = reply.previous_node_id()});
+                                         .previous_node_id = reply.previous_node_id(),
+                                         .previous_may_have_sent = reply.previous_may_have_sent()});
                 bool gave_up = false;
                 if (!delivered) {
                     std::lock_guard lock(pending_mutex_);

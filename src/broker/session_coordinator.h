@@ -73,6 +73,9 @@ struct connect_grant {
     bool session_present = false;     // a persistent session existed and clean_start was false
     std::string previous_session_id;  // the session it continues or replaces (may be empty)
     std::string previous_node_id;
+    // The previous connection may have sent messages the requester cannot know of (it was
+    // connected, or ended with some unacknowledged): pending ones go with DUP.
+    bool previous_may_have_sent = false;
 };
 
 class session_coordinator {
@@ -101,8 +104,9 @@ class session_coordinator {
                          std::function<void(result<connect_grant>)> done);
 
     // The connection of the persistent session `session_id` ended; the session stays.
+    // `unacknowledged`: it ended with messages sent and not acknowledged.
     void notify_disconnected(const std::string& client_id, const std::string& session_id,
-                             std::uint32_t session_expiry_interval);
+                             std::uint32_t session_expiry_interval, bool unacknowledged = false);
     // The session `session_id` ended (its record goes away).
     void notify_session_ended(const std::string& client_id, const std::string& session_id);
 

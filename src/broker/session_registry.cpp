@@ -1,8 +1,48 @@
 #include "broker/session_registry.h"
 
+#include "proto/starling.pb.h"
+
 #include <mutex>
 
 namespace starling::broker {
+
+std::string serialize_session_record(const session_record& r) {
+    proto::client_session s;
+    s.set_client_id(r.client_id);
+    s.set_node_id(r.node_id);
+    s.set_connected(r.connected);
+    s.set_persistent(r.persistent);
+    s.set_session_expiry_interval(r.session_expiry_interval);
+    s.set_connected_at_ms(r.connected_at_ms);
+    s.set_disconnected_at_ms(r.disconnected_at_ms);
+    s.set_client_type(r.type == client_type::application ? "APPLICATION" : "DEVICE");
+    s.set_session_id(r.session_id);
+    s.set_request_offset(r.request_offset);
+    s.set_unacknowledged(r.unacknowledged);
+    return s.SerializeAsString();
+}
+
+std::optional<session_record> parse_session_record(std::string_view client_id,
+                                                   std::string_view value,
+                                                   std::string_view origin) {
+    proto::client_session s;
+    if (!s.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+        return std::nullopt;
+    }
+    return session_record{
+        .client_id = std::string(client_id),
+        .persistent = s.persistent(),
+        .connected = s.connected(),
+        .session_expiry_interval = s.session_expiry_interval(),
+        .connected_at_ms = s.connected_at_ms(),
+        .disconnected_at_ms = s.disconnected_at_ms(),
+        .node_id = s.node_id().empty() ? std::string(origin) : s.node_id(),
+        .session_id = s.session_id(),
+        .type = s.client_type() == "APPLICATION" ? client_type::application : client_type::device,
+        .request_offset = s.request_offset(),
+        .unacknowledged = s.unacknowledged(),
+    };
+}
 
 std::shared_ptr<client_actor> session_registry::find_actor(std::string_view client_id) const {
     std::shared_lock lock(actors_mutex_);

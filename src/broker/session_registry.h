@@ -42,7 +42,17 @@ struct session_record {
     // Cluster mode: 1 + the offset of the CONNECT request that created the session (0: unknown);
     // see proto client_session.request_offset.
     std::int64_t request_offset = 0;
+    // The last connection ended with messages sent and not acknowledged (proto
+    // client_session.unacknowledged).
+    bool unacknowledged = false;
 };
+
+// The record as client.session stores it (proto client_session, serialized), and back; the
+// node id of a record without one is `origin` (the node that wrote it). nullopt: unreadable.
+std::string serialize_session_record(const session_record& r);
+std::optional<session_record> parse_session_record(std::string_view client_id,
+                                                   std::string_view value,
+                                                   std::string_view origin = {});
 
 struct string_hash {
     using is_transparent = void;

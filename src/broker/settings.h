@@ -31,9 +31,15 @@ struct settings {
     std::uint16_t max_keep_alive = 600;     // seconds; Server Keep Alive above it
     std::uint16_t topic_alias_max = 10;     // inbound aliases per connection
     std::uint32_t min_topic_length_for_alias = 50;
-    std::uint32_t max_topic_segments = 0;  // 0: unlimited
+    std::uint32_t max_topic_segments = 128;  // 0: unlimited
     bool allow_root_multi_level_wildcard = true;
+    std::uint32_t max_subscriptions_per_client = 1000;  // 0: unlimited
     bool retain_available = true;
+    // Retained messages the node keeps (every node mirrors all of them): count, and bytes of
+    // topic + payload. A new retained topic beyond either is refused; 0: unlimited.
+    std::uint64_t max_retained_messages = 1000000;
+    std::uint64_t max_retained_bytes = 1073741824;
+    std::uint16_t max_user_properties = 128;  // per packet; 0: unlimited
     std::uint8_t max_qos = 2;
     std::uint32_t max_session_expiry = 604800;  // seconds
     std::uint32_t max_client_id_length_v31 = 1024;
@@ -64,6 +70,9 @@ struct settings {
     std::chrono::milliseconds writable_resume_jitter{1000};
 
     std::size_t mailbox_capacity = 10000;
+    // Bytes of packets (topics and payloads) a connection may have waiting at its actor; beyond,
+    // it stops reading (client_actor::inbound_cost).
+    std::uint64_t mailbox_bytes = 4 * 1024 * 1024;
     std::size_t outbound_queue_limit = 10000;  // per non-persistent client, beyond the window
     std::size_t throughput = 5;
     // How long an actor outlives its ended session (a quick reconnect reuses it).

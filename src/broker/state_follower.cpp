@@ -50,24 +50,13 @@ void state_follower::apply_session(const std::string& client_id, std::string_vie
         sessions.erase_session(client_id);
         return;
     }
-    proto::client_session s;
-    if (!s.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+    auto record = parse_session_record(client_id, value, origin);
+    if (!record) {
         spdlog::error("client.session: unreadable record for '{}' from node '{}' ignored",
                       client_id, origin);
         return;
     }
-    sessions.put_session(session_record{
-        .client_id = client_id,
-        .persistent = s.persistent(),
-        .connected = s.connected(),
-        .session_expiry_interval = s.session_expiry_interval(),
-        .connected_at_ms = s.connected_at_ms(),
-        .disconnected_at_ms = s.disconnected_at_ms(),
-        .node_id = s.node_id().empty() ? std::string(origin) : s.node_id(),
-        .session_id = s.session_id(),
-        .type = s.client_type() == "APPLICATION" ? client_type::application : client_type::device,
-        .request_offset = s.request_offset(),
-    });
+    sessions.put_session(std::move(*record));
 }
 
 void state_follower::apply_subscriptions(const std::string& client_id, std::string_view value,

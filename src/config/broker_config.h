@@ -309,6 +309,7 @@ struct actor_system_section {
 struct client_actors_section {
     std::uint32_t dispatcher_pool_size{};  // resolved: >= 1
     std::uint32_t mailbox_capacity{};
+    std::uint64_t mailbox_bytes{};  // bytes (the file says KB)
     std::chrono::seconds wait_before_generated_actor_stop{};
     std::chrono::seconds wait_before_named_actor_stop{};
 
@@ -347,8 +348,18 @@ struct topic_section {
 
 struct subscription_section {
     bool allow_root_multi_level_wildcard{};
+    std::uint32_t max_per_client{};  // 0 = unlimited
 
     friend bool operator==(const subscription_section&, const subscription_section&) = default;
+};
+
+// How much the node keeps as retained messages (every node mirrors all of them).
+struct retained_messages_section {
+    std::uint64_t max_count{};  // 0 = unlimited
+    std::uint64_t max_bytes{};  // topic + payload bytes; 0 = unlimited
+
+    friend bool operator==(const retained_messages_section&,
+                           const retained_messages_section&) = default;
 };
 
 struct shared_subscriptions_section {
@@ -434,6 +445,8 @@ struct mqtt_section {
     persistent_session_section persistent_session;
     std::string response_info;
     bool retain_available{};
+    retained_messages_section retained_messages;
+    std::uint16_t max_user_properties{};  // per packet; 0 = unlimited
     std::uint8_t max_qos{};
     rate_limits_section rate_limits;
     // Cluster-wide session limits (TBMQ's keys); 0 = off.

@@ -18,8 +18,9 @@ constexpr std::array<std::string_view, drop_reason_count> drop_reason_names{
     "non_writable", "incoming_rate",    "outgoing_rate", "device_persisted_limit",
     "quota",        "queue_trim",       "expired",       "no_usable_shared_member",
     "offline",      "packet_too_large", "mailbox_full",  "not_authorized",
+    "topic_levels", "retained_limit",
 };
-static_assert(static_cast<std::size_t>(drop_reason::not_authorized) + 1 == drop_reason_count);
+static_assert(static_cast<std::size_t>(drop_reason::retained_limit) + 1 == drop_reason_count);
 
 prometheus::Gauge& gauge(prometheus::Registry& registry, const std::string& name,
                          const std::string& help) {
@@ -87,6 +88,20 @@ broker_probe::broker_probe(prometheus::Registry& registry)
                  "the copies they covered were let through")
              .Register(registry)
              .Add({});
+    subscriptions_refused_ = &prometheus::BuildCounter()
+                                  .Name("subscriptionsRefused_total")
+                                  .Help(
+                                      "SUBSCRIBE filters refused because the session holds "
+                                      "mqtt.subscription.max-per-client subscriptions")
+                                  .Register(registry)
+                                  .Add({});
+    retained_refused_ = &prometheus::BuildCounter()
+                             .Name("retainedMsgsRefused_total")
+                             .Help(
+                                 "Retained messages not stored because the node holds "
+                                 "mqtt.retained-messages.max-count / max-bytes")
+                             .Register(registry)
+                             .Add({});
     drops_ = std::make_unique<drop_log>(system_clock::instance());
     auto& keys =
         prometheus::BuildGauge()
@@ -170,6 +185,10 @@ void broker_probe::session_limit_refused(bool application_limit) {
 }
 
 void broker_probe::rate_limit_store_failed() { rate_limit_store_errors_->Increment(); }
+
+void broker_probe::subscription_refused() { subscriptions_refused_->Increment(); }
+
+void broker_probe::retained_refused() { retained_refused_->Increment(); }
 
 void broker_probe::quota_charged(std::int64_t tokens) {
     quota_charged_->Increment(static_cast<double>(tokens));

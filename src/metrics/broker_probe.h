@@ -35,9 +35,11 @@ enum class drop_reason : std::uint8_t {
     packet_too_large,         // over the subscriber's Maximum Packet Size
     mailbox_full,             // the receiving actor's mailbox was full
     not_authorized,           // publish refused by authorization
+    topic_levels,             // topic deeper than mqtt.topic.max-segments-count
+    retained_limit,           // v5 retained publish beyond mqtt.retained-messages.*
 };
 
-inline constexpr std::size_t drop_reason_count = 12;
+inline constexpr std::size_t drop_reason_count = 14;
 
 std::string_view to_string(drop_reason reason);
 // Sets `out` to the reason whose to_string is `name`; false when there is none.
@@ -84,6 +86,11 @@ class broker_probe {
     // (sessionLimitRefusals_total{limit="sessions|application_clients"}).
     void session_limit_counts(std::int64_t sessions, std::int64_t application_clients);
     void session_limit_refused(bool application_limit);
+    // State limits (docs/security.md, Limits): a SUBSCRIBE filter refused over
+    // mqtt.subscription.max-per-client (subscriptionsRefused_total), a retained message not
+    // stored over mqtt.retained-messages.* (retainedMsgsRefused_total).
+    void subscription_refused();
+    void retained_refused();
     // The cluster-wide throughput quota (ratelimit/quota_lease.h).
     void quota_charged(std::int64_t tokens);            // throughputQuotaCharged_total
     void quota_admitted_in_grace(std::int64_t tokens);  // throughputQuotaGraceAdmitted_total
@@ -109,6 +116,8 @@ class broker_probe {
     prometheus::Gauge* cluster_sessions_ = nullptr;
     prometheus::Gauge* cluster_application_clients_ = nullptr;
     std::array<prometheus::Counter*, 2> session_limit_refusals_{};  // sessions, application
+    prometheus::Counter* subscriptions_refused_ = nullptr;
+    prometheus::Counter* retained_refused_ = nullptr;
     std::unique_ptr<drop_log> drops_;
     std::array<prometheus::Gauge*, 2> drop_log_keys_{};         // client, topic
     std::array<prometheus::Counter*, 2> drop_log_evictions_{};  // client, topic

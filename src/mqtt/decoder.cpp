@@ -10,6 +10,26 @@ namespace starling::mqtt {
 
 namespace {
 
+// The most User Properties in one property list of `p` (a CONNECT's will is its own list).
+std::size_t user_property_count(const packet& p) {
+    return std::visit(
+        [](const auto& pk) -> std::size_t {
+            using T = std::decay_t<decltype(pk)>;
+            if constexpr (requires { pk.properties.user_properties; }) {
+                std::size_t n = pk.properties.user_properties.size();
+                if constexpr (std::is_same_v<T, connect>) {
+                    if (pk.will) {
+                        n = std::max(n, pk.will->properties.user_properties.size());
+                    }
+                }
+                return n;
+            } else {
+                return 0;
+            }
+        },
+        p);
+}
+
 constexpr std::size_t min_buffer = 512;
 constexpr std::size_t max_prefetch = 1 << 20;
 
@@ -237,56 +257,65 @@ decode_result decoder::next() {
 
     detail::reader r(p + header_size, remaining);
     const detail::decode_context ctx{version, s.role, flags, s.limits.validate_payload_format};
-    switch (type) {
-        case packet_type::connect:
-            return s.finish<connect>(
-                r, ctx, total, type_name,
-                [&s, non_minimal](detail::reader& rd, const detail::decode_context& c,
-                                  connect& out) {
-                    std::optional<protocol_version> detected;
-                    bool ok = detail::decode_connect(rd, c, out, detected);
-                    if (detected) {
-                        // Known even when the rest failed: the caller answers with a CONNACK
-                        // of this version.
-                        s.version = detected;
-                        if (ok && non_minimal && is_v5(*detected)) {
-                            ok = rd.fail(reason_code::malformed_packet,
-                                         "remaining length not minimally encoded");
+    decode_result result = [&]() -> decode_result {
+        switch (type) {
+            case packet_type::connect:
+                return s.finish<connect>(
+                    r, ctx, total, type_name,
+                    [&s, non_minimal](detail::reader& rd, const detail::decode_context& c,
+                                      connect& out) {
+                        std::optional<protocol_version> detected;
+                        bool ok = detail::decode_connect(rd, c, out, detected);
+                        if (detected) {
+                            // Known even when the rest failed: the caller answers with a CONNACK
+                            // of this version.
+                            s.version = detected;
+                            if (ok && non_minimal && is_v5(*detected)) {
+                                ok = rd.fail(reason_code::malformed_packet,
+                                             "remaining length not minimally encoded");
+                            }
                         }
-                    }
-                    s.connect_seen = ok;
-                    return ok;
-                });
-        case packet_type::connack:
-            return s.finish<connack>(r, ctx, total, type_name, detail::decode_connack);
-        case packet_type::publish:
-            return s.finish<publish>(r, ctx, total, type_name, detail::decode_publish);
-        case packet_type::puback:
-            return s.finish<puback>(r, ctx, total, type_name, detail::decode_puback);
-        case packet_type::pubrec:
-            return s.finish<pubrec>(r, ctx, total, type_name, detail::decode_pubrec);
-        case packet_type::pubrel:
-            return s.finish<pubrel>(r, ctx, total, type_name, detail::decode_pubrel);
-        case packet_type::pubcomp:
-            return s.finish<pubcomp>(r, ctx, total, type_name, detail::decode_pubcomp);
-        case packet_type::subscribe:
-            return s.finish<subscribe>(r, ctx, total, type_name, detail::decode_subscribe);
-        case packet_type::suback:
-            return s.finish<suback>(r, ctx, total, type_name, detail::decode_suback);
-        case packet_type::unsubscribe:
-            return s.finish<unsubscribe>(r, ctx, total, type_name, detail::decode_unsubscribe);
-        case packet_type::unsuback:
-            return s.finish<unsuback>(r, ctx, total, type_name, detail::decode_unsuback);
-        case packet_type::pingreq:
-            return s.finish<pingreq>(r, ctx, total, type_name, detail::decode_pingreq);
-        case packet_type::pingresp:
-            return s.finish<pingresp>(r, ctx, total, type_name, detail::decode_pingresp);
-        case packet_type::disconnect:
-            return s.finish<disconnect>(r, ctx, total, type_name, detail::decode_disconnect);
-        case packet_type::auth:
-            return s.finish<auth>(r, ctx, total, type_name, detail::decode_auth);
+                        s.connect_seen = ok;
+                        return ok;
+                    });
+            case packet_type::connack:
+                return s.finish<connack>(r, ctx, total, type_name, detail::decode_connack);
+            case packet_type::publish:
+                return s.finish<publish>(r, ctx, total, type_name, detail::decode_publish);
+            case packet_type::puback:
+                return s.finish<puback>(r, ctx, total, type_name, detail::decode_puback);
+            case packet_type::pubrec:
+                return s.finish<pubrec>(r, ctx, total, type_name, detail::decode_pubrec);
+            case packet_type::pubrel:
+                return s.finish<pubrel>(r, ctx, total, type_name, detail::decode_pubrel);
+            case packet_type::pubcomp:
+                return s.finish<pubcomp>(r, ctx, total, type_name, detail::decode_pubcomp);
+            case packet_type::subscribe:
+                return s.finish<subscribe>(r, ctx, total, type_name, detail::decode_subscribe);
+            case packet_type::suback:
+                return s.finish<suback>(r, ctx, total, type_name, detail::decode_suback);
+            case packet_type::unsubscribe:
+                return s.finish<unsubscribe>(r, ctx, total, type_name, detail::decode_unsubscribe);
+            case packet_type::unsuback:
+                return s.finish<unsuback>(r, ctx, total, type_name, detail::decode_unsuback);
+            case packet_type::pingreq:
+                return s.finish<pingreq>(r, ctx, total, type_name, detail::decode_pingreq);
+            case packet_type::pingresp:
+                return s.finish<pingresp>(r, ctx, total, type_name, detail::decode_pingresp);
+            case packet_type::disconnect:
+                return s.finish<disconnect>(r, ctx, total, type_name, detail::decode_disconnect);
+            case packet_type::auth:
+                return s.finish<auth>(r, ctx, total, type_name, detail::decode_auth);
+        }
+        return s.fail(reason_code::malformed_packet, type_name, "unknown packet type");
+    }();
+    if (const auto* decoded = std::get_if<packet>(&result);
+        decoded != nullptr && s.limits.max_user_properties != 0 &&
+        user_property_count(*decoded) > s.limits.max_user_properties) {
+        return s.fail(reason_code::implementation_specific_error, type_name,
+                      "more user properties than this server accepts");
     }
-    return s.fail(reason_code::malformed_packet, type_name, "unknown packet type");
+    return result;
 }
 
 void decoder::set_protocol_version(mqtt::protocol_version version) noexcept {

@@ -61,6 +61,10 @@ struct decoder_limits {
     // UTF-8 or decoding fails with payload_format_invalid. The specification makes this check
     // optional (MQTT 5.0 section 3.3.2.3.2) and it costs a pass over the payload.
     bool validate_payload_format = false;
+    // Most v5 User Properties one packet (or a CONNECT's will) may carry; beyond it decoding
+    // fails with implementation_specific_error (0x83: valid, but not accepted by this server).
+    // 0 = unlimited. Each property costs two strings: this bounds what one packet can allocate.
+    std::uint16_t max_user_properties = 0;
 };
 
 struct need_more {

@@ -41,8 +41,8 @@ class retained_trie {
     retained_trie& operator=(const retained_trie&) = delete;
 
     // Stores `value` under `topic` (a valid topic name), replacing any previous value; returns
-    // true if one was replaced.
-    bool put(std::string_view topic, T value) {
+    // true if one was replaced (then moved into *previous when given).
+    bool put(std::string_view topic, T value, std::optional<T>* previous = nullptr) {
         std::unique_lock lock(mutex_);
         node* at = &root_;
         for (std::size_t pos = 0;;) {
@@ -60,6 +60,9 @@ class retained_trie {
             pos = l.next;
         }
         const bool replaced = at->value.has_value();
+        if (replaced && previous != nullptr) {
+            *previous = std::move(at->value);
+        }
         at->value.emplace(std::move(value));
         if (!replaced) {
             at->topic = topic;
@@ -68,9 +71,9 @@ class retained_trie {
         return replaced;
     }
 
-    // Removes the value stored under `topic` and prunes the nodes left empty; returns false if
-    // there was none.
-    bool erase(std::string_view topic) {
+    // Removes the value stored under `topic` (moved into *removed when given) and prunes the
+    // nodes left empty; returns false if there was none.
+    bool erase(std::string_view topic, std::optional<T>* removed = nullptr) {
         std::unique_lock lock(mutex_);
         node* at = &root_;
         for (std::size_t pos = 0;;) {
@@ -88,6 +91,9 @@ class retained_trie {
         if (!at->value.has_value()) {
             return false;
         }
+        if (removed != nullptr) {
+            *removed = std::move(at->value);
+        }
         at->value.reset();
         std::string().swap(at->topic);
         --size_;
@@ -98,6 +104,24 @@ class retained_trie {
             at = parent;
         }
         return true;
+    }
+
+    // True when a value is stored under `topic`.
+    bool contains(std::string_view topic) const {
+        std::shared_lock lock(mutex_);
+        const node* at = &root_;
+        for (std::size_t pos = 0;;) {
+            const level l = level_at(topic, pos);
+            auto it = at->children.find(l.segment);
+            if (it == at->children.end()) {
+                return false;
+            }
+            at = it->second.get();
+            if (l.next == std::string_view::npos) {
+                return at->value.has_value();
+            }
+            pos = l.next;
+        }
     }
 
     // Calls visit(std::string_view topic, const T&) -- or visit(const T&) -- once for every

@@ -65,7 +65,7 @@ def test_backlog_longer_than_the_window_drains_on_one_connection(
     queue_backlog(broker, raw_client, uid, topic)
 
     sub = paho_client(broker, client_id=uid, protocol=protocol, **persistent(protocol, 3600))
-    assert sub.session_present()
+    assert sub.session_present
     expect_in_order(sub, BACKLOG)
     sub.expect_no_message(0.5)  # nothing twice
     # The session keeps working on the same connection after the backlog.
@@ -114,7 +114,7 @@ def test_sigkill_mid_drain_loses_nothing_acknowledged(
     broker.restart()
 
     again = paho_client(broker, client_id=uid, protocol=protocol, **persistent(protocol, 3600))
-    assert again.session_present()
+    assert again.session_present
     seen: set[bytes] = {m.payload for m in received}
     for m in received:
         assert not m.dup, "nothing was re-delivered before the kill"
@@ -143,12 +143,12 @@ def test_v5_resume_with_session_expiry_0_gets_the_queue_then_the_session_ends(
     # Clean Start 0 and no Session Expiry Interval: the session is resumed [MQTT-3.1.2-4]; the
     # new interval (0) only says it ends when this connection does.
     sub = paho_client(broker, client_id=uid, protocol=5, clean_start=False)
-    assert sub.session_present()
+    assert sub.session_present
     expect_in_order(sub, 100)
     sub.disconnect()
 
     again = paho_client(broker, client_id=uid, protocol=5, **persistent(5, 3600))
-    assert not again.session_present(), "a session with expiry 0 ends with its connection"
+    assert not again.session_present, "a session with expiry 0 ends with its connection"
     queue_backlog(broker, raw_client, f"{uid}-2", topic, count=5)
     again.expect_no_message(0.5)  # its subscription ended with it
 
@@ -233,4 +233,4 @@ def test_session_expiry_maximum_applies_on_every_path(
         assert time.monotonic() < deadline, "the session did not expire within 10 s (maximum 2 s)"
         time.sleep(0.2)
     again = paho_client(broker, client_id=uid, protocol=protocol_level, **kw)
-    assert not again.session_present()
+    assert not again.session_present

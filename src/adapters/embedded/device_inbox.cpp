@@ -307,24 +307,30 @@ result<std::vector<inbox_message>> embedded_device_inbox::do_read(sqlite_db& db,
     return out;
 }
 
-void embedded_device_inbox::remove(const std::string& client_id, std::uint16_t packet_id,
-                                   done_callback done) {
-    submit(std::move(done), [client_id, packet_id](sqlite_db& db) -> status {
+void embedded_device_inbox::remove_batch(const std::string& client_id,
+                                         std::vector<std::uint16_t> packet_ids,
+                                         done_callback done) {
+    submit(std::move(done), [client_id, ids = std::move(packet_ids)](sqlite_db& db) -> status {
         auto tx = sqlite_transaction::begin(db);
         if (!tx) {
             return tx.error();
         }
-        auto stmt = db.prepare("DELETE FROM inbox_message WHERE client_id = ? AND packet_id = ?");
-        if (!stmt) {
-            return stmt.error();
+        std::int64_t removed = 0;
+        for (auto id : ids) {
+            auto stmt =
+                db.prepare("DELETE FROM inbox_message WHERE client_id = ? AND packet_id = ?");
+            if (!stmt) {
+                return stmt.error();
+            }
+            if (auto st = stmt->bind(1, client_id).bind(2, std::int64_t{id}).run(); !st) {
+                return st;
+            }
+            removed += db.changes();
         }
-        if (auto st = stmt->bind(1, client_id).bind(2, std::int64_t{packet_id}).run(); !st) {
-            return st;
+        if (removed == 0) {
+            return {};  // unknown ids: nothing changed, nothing to commit
         }
-        if (db.changes() == 0) {
-            return {};  // unknown id: nothing changed, nothing to commit
-        }
-        if (auto st = adjust_count(db, client_id, -1); !st) {
+        if (auto st = adjust_count(db, client_id, -removed); !st) {
             return st;
         }
         return tx->commit();

@@ -137,11 +137,13 @@ end
 return out
 )lua";
 
-// KEYS: messages. ARGV: packet_id. PUBACK / PUBCOMP; an unknown id is a no-op.
+// KEYS: messages. ARGV: packet ids. PUBACK / PUBCOMP, a batch at once; unknown ids are no-ops.
 inline constexpr std::string_view remove_script = R"lua(
-local key = KEYS[1] .. '_' .. ARGV[1]
-redis.call('ZREM', KEYS[1], key)
-redis.call('DEL', key)
+for i = 1, #ARGV do
+  local key = KEYS[1] .. '_' .. ARGV[i]
+  redis.call('ZREM', KEYS[1], key)
+  redis.call('DEL', key)
+end
 return 1
 )lua";
 

@@ -521,15 +521,20 @@ status run_simple(Worker& w, inbox_script script, std::span<const std::string_vi
 
 }  // namespace
 
-void redis_device_inbox::remove(const std::string& client_id, std::uint16_t packet_id,
-                                done_callback done) {
-    submit(worker_for(client_id), std::move(done), [this, client_id, packet_id](worker& w) {
-        const auto messages = messages_key(client_id);
-        const auto id = std::to_string(packet_id);
-        const std::string_view keys[] = {messages};
-        const std::string_view args[] = {id};
-        return run_simple(w, inbox_script::remove, keys, args);
-    });
+void redis_device_inbox::remove_batch(const std::string& client_id,
+                                      std::vector<std::uint16_t> packet_ids, done_callback done) {
+    submit(worker_for(client_id), std::move(done),
+           [this, client_id, ids = std::move(packet_ids)](worker& w) {
+               const auto messages = messages_key(client_id);
+               std::vector<std::string> texts;
+               texts.reserve(ids.size());
+               for (auto id : ids) {
+                   texts.push_back(std::to_string(id));
+               }
+               const std::vector<std::string_view> args(texts.begin(), texts.end());
+               const std::string_view keys[] = {messages};
+               return run_simple(w, inbox_script::remove, keys, args);
+           });
 }
 
 void redis_device_inbox::mark_pubrel(const std::string& client_id, std::uint16_t packet_id,

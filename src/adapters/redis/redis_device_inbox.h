@@ -75,7 +75,8 @@ class redis_device_inbox final : public device_inbox {
                 callback<append_result> done) override;
     void read_pending(const std::string& client_id, std::size_t max,
                       callback<std::vector<inbox_message>> done) override;
-    void remove(const std::string& client_id, std::uint16_t packet_id, done_callback done) override;
+    void remove_batch(const std::string& client_id, std::vector<std::uint16_t> packet_ids,
+                      done_callback done) override;
     void mark_pubrel(const std::string& client_id, std::uint16_t packet_id,
                      done_callback done) override;
     void clear(const std::string& client_id, done_callback done) override;

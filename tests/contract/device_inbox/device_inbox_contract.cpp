@@ -105,6 +105,21 @@ TEST_P(device_inbox_contract, packet_id_counter_survives_an_empty_inbox) {
     EXPECT_EQ(append_n("c1", 1), (ids{3}));
 }
 
+TEST_P(device_inbox_contract, a_batch_removal_removes_exactly_the_named_messages) {
+    EXPECT_EQ(append_n("c1", 6), (ids{1, 2, 3, 4, 5, 6}));
+    EXPECT_EQ(append_n("c2", 2), (ids{1, 2}));
+    ASSERT_TRUE(await<status>([&](auto done) {
+        inbox_->remove_batch("c1", std::vector<std::uint16_t>{1, 3, 5, 999}, std::move(done));
+    }));
+    EXPECT_EQ(pending_ids("c1"), (ids{2, 4, 6}));
+    EXPECT_EQ(pending_ids("c2"), (ids{1, 2})) << "another client's messages stay";
+    // The count kept for trimming follows: room for exactly the limit again.
+    ASSERT_TRUE(await<status>([&](auto done) {
+        inbox_->remove_batch("c1", std::vector<std::uint16_t>{}, std::move(done));
+    }));
+    EXPECT_EQ(pending_ids("c1"), (ids{2, 4, 6}));
+}
+
 TEST_P(device_inbox_contract, packet_ids_wrap_from_65535_to_1) {
     // One oversized batch walks the counter to 65534 cheaply: all but max_messages of it are
     // trimmed at once, yet every entry is assigned an id.

@@ -18,6 +18,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace starling::broker {
@@ -41,6 +42,13 @@ class broker_fixture : public ::testing::Test {
         s.max_in_flight = max_in_flight_;
         s.outbound_queue_limit = outbound_queue_limit_;
         s.max_session_expiry = max_session_expiry_;
+        s.max_subscriptions_per_client = max_subscriptions_per_client_;
+        s.max_retained_messages = max_retained_messages_;
+        s.max_retained_bytes = max_retained_bytes_;
+        s.max_topic_segments = max_topic_segments_;
+        s.max_keep_alive = max_keep_alive_;
+        s.max_qos = max_qos_;
+        s.retain_available = retain_available_;
         s.incoming_publish_limit = incoming_limit_;
         s.outgoing_publish_limit = outgoing_limit_;
         s.device_persisted_limit = device_persisted_limit_;
@@ -86,6 +94,36 @@ class broker_fixture : public ::testing::Test {
         return channel;
     }
 
+    // Sends a CONNECT as given and returns the channel and its CONNACK (no expectations).
+    std::pair<std::shared_ptr<fake_channel>, mqtt::connack> connect_raw(mqtt::connect c) {
+        auto channel = std::make_shared<fake_channel>(++next_channel_id_, c.protocol_version);
+        auto actor = node_->core().actor_for(c.client_id);
+        EXPECT_TRUE(actor->tell_control(client_msg::connect{.channel = channel,
+                                                            .packet = std::move(c),
+                                                            .id_assigned = false,
+                                                            .rules = next_rules_}));
+        next_rules_.reset();
+        auto ack = channel->expect<mqtt::connack>();
+        return {channel, ack};
+    }
+
+    // Waits (bounded) until the node routed `published` msg.all records since it started and
+    // stored every copy it wrote to msg.persisted: what was acknowledged is then in the inboxes.
+    void wait_routed(std::uint64_t published) {
+        const auto deadline = std::chrono::steady_clock::now() + 5s;
+        for (;;) {
+            const auto p = node_->pipeline_for_test();
+            if (p.msg_all_handled >= published && p.persisted_handled == p.persisted_produced) {
+                return;
+            }
+            if (std::chrono::steady_clock::now() >= deadline) {
+                ADD_FAILURE() << "routed " << p.msg_all_handled << " of " << published;
+                return;
+            }
+            std::this_thread::sleep_for(1ms);  // polling counters, not standing in for them
+        }
+    }
+
     void send(const std::string& client_id, const fake_channel& ch, mqtt::packet p) {
         auto actor = node_->core().actor_for(client_id);
         ASSERT_TRUE(actor->tell(client_msg::packet{ch.id(), std::move(p)}));
@@ -110,6 +148,13 @@ class broker_fixture : public ::testing::Test {
     std::chrono::seconds named_actor_grace_{60};
     std::uint16_t max_in_flight_ = 1000;
     std::uint32_t max_session_expiry_ = 604800;
+    std::uint32_t max_subscriptions_per_client_ = 1000;
+    std::uint64_t max_retained_messages_ = 1000000;
+    std::uint64_t max_retained_bytes_ = 1073741824;
+    std::uint32_t max_topic_segments_ = 128;
+    std::uint16_t max_keep_alive_ = 600;
+    std::uint8_t max_qos_ = 2;
+    bool retain_available_ = true;
     std::size_t outbound_queue_limit_ = 10000;
     // Rate limits (settings::*_limit); empty = off.
     std::vector<bandwidth> incoming_limit_;

@@ -43,6 +43,54 @@ using namespace std::chrono_literals;
 
 using testing::fake_channel;
 
+// The nodes' view of the shared log: forwards every call and records which topics were asked
+// for metadata (partition_count) and written to (produce), in call order.
+class recording_log final : public message_log {
+  public:
+    explicit recording_log(message_log& inner) : inner_(inner) {}
+
+    status create_topic(const topic_spec& spec) override { return inner_.create_topic(spec); }
+    status delete_topic(std::string_view name) override { return inner_.delete_topic(name); }
+    result<std::int32_t> partition_count(std::string_view topic) override {
+        record("metadata", topic);
+        return inner_.partition_count(topic);
+    }
+    void produce(std::string_view topic, std::string key, std::string value,
+                 std::vector<log_header> headers, produce_callback done,
+                 std::int32_t partition = -1) override {
+        record("produce", topic);
+        inner_.produce(topic, std::move(key), std::move(value), std::move(headers), std::move(done),
+                       partition);
+    }
+    result<std::unique_ptr<log_consumer>> create_consumer(const consumer_spec& spec) override {
+        return inner_.create_consumer(spec);
+    }
+    status flush(std::chrono::milliseconds timeout) override { return inner_.flush(timeout); }
+    bool healthy() const override { return inner_.healthy(); }
+
+    // The first call of `op` ("metadata" or "produce") for `topic`, as an index into the
+    // recorded calls; -1 when there was none.
+    std::ptrdiff_t first(std::string_view op, std::string_view topic) {
+        std::lock_guard lock(mutex_);
+        for (std::size_t i = 0; i < calls_.size(); ++i) {
+            if (calls_[i].first == op && calls_[i].second == topic) {
+                return static_cast<std::ptrdiff_t>(i);
+            }
+        }
+        return -1;
+    }
+
+  private:
+    void record(std::string_view op, std::string_view topic) {
+        std::lock_guard lock(mutex_);
+        calls_.emplace_back(std::string(op), std::string(topic));
+    }
+
+    message_log& inner_;
+    std::mutex mutex_;
+    std::vector<std::pair<std::string, std::string>> calls_;
+};
+
 // A connected test client: which node and actor it talks to, and its channel.
 struct client {
     std::string node_id;
@@ -71,6 +119,7 @@ class cluster_harness {
         log_cfg.data_dir = dir_.path() / "log";
         std::filesystem::create_directories(log_cfg.data_dir);
         log_ = std::move(adapters::embedded::embedded_message_log::open(log_cfg).value());
+        recording_ = std::make_unique<recording_log>(*log_);
     }
 
     ~cluster_harness() {
@@ -108,7 +157,7 @@ class cluster_harness {
         if (adjust) {
             adjust(s);
         }
-        m->n = std::make_unique<node>(s, *log_, *m->inbox, *m->metadata, m->metrics, 1);
+        m->n = std::make_unique<node>(s, *recording_, *m->inbox, *m->metadata, m->metrics, 1);
         m->n->start();
         auto& result = *m->n;
         members_[node_id] = std::move(m);
@@ -135,6 +184,8 @@ class cluster_harness {
         return members_.at(node_id)->metrics;
     }
     adapters::embedded::embedded_message_log& log() { return *log_; }
+    // What the nodes asked of the log (they all go through it).
+    recording_log& calls() { return *recording_; }
 
     // CONNECT on `node_id`; expects CONNACK success with `expect_present`.
     client connect(const std::string& node_id, const std::string& client_id,
@@ -267,6 +318,7 @@ class cluster_harness {
     settings base_;
     starling::testing::temp_dir dir_;
     std::unique_ptr<adapters::embedded::embedded_message_log> log_;
+    std::unique_ptr<recording_log> recording_;
     std::map<std::string, std::unique_ptr<member>> members_;
     std::vector<std::string> order_;
     std::uint64_t next_channel_id_ = 0;

@@ -44,6 +44,46 @@ TEST_F(cluster_fixture, publish_on_one_node_reaches_subscriber_on_another_at_eve
     EXPECT_EQ(cluster_.at("b").downlink()->dropped(), 0U);
 }
 
+// A node writes to other nodes' topics (session-event replies, forced disconnects, downlink
+// copies): it learns each one's metadata before the first write. Kafka's client otherwise holds
+// the first record of a topic it does not know until its next one-second topic scan, and a
+// CONNECT answered by another node's handler waited up to a second for its CONNACK.
+TEST_F(cluster_fixture, other_nodes_topics_are_known_before_the_first_write_to_them) {
+    cluster_.start_node("a");
+    cluster_.start_node("b");
+    const topic_names names{cluster_harness::default_settings().topic_prefix};
+    // Whichever node's handler owns each id's partition, every reply to each requester...
+    for (int i = 0; i < 8; ++i) {
+        cluster_.connect(i % 2 == 0 ? "a" : "b", "c" + std::to_string(i));
+    }
+    // ...a takeover's disconnect to the node that held the session...
+    cluster_.connect("a", "moving", false, 300);
+    cluster_.connect("b", "moving", false, 300, true);
+    // ...and a copy forwarded to a subscriber's node.
+    auto sub = cluster_.connect("b", "sub");
+    cluster_.subscribe(sub, "f/#", mqtt::qos::at_most_once);
+    ASSERT_TRUE(
+        cluster_harness::eventually([&] { return cluster_.routes_to("a", "f/x", "sub", "b"); }));
+    auto pub = cluster_.connect("a", "pub");
+    cluster_.publish(pub, "f/x", "hello", mqtt::qos::at_most_once, 0);
+    EXPECT_EQ(cluster_.receive(sub).payload, "hello");
+
+    auto& calls = cluster_.calls();
+    for (const std::string& topic :
+         {names.session_event_response("a"), names.session_event_response("b"),
+          names.client_disconnect("a"), names.downlink_basic("b")}) {
+        const auto written = calls.first("produce", topic);
+        if (written < 0) {
+            continue;  // not every topic is written in every run (assignment decides)
+        }
+        const auto learned = calls.first("metadata", topic);
+        EXPECT_GE(learned, 0) << topic << " written without its metadata";
+        EXPECT_LT(learned, written) << topic << " written before its metadata was loaded";
+    }
+    EXPECT_GE(calls.first("produce", names.client_disconnect("a")), 0);
+    EXPECT_GE(calls.first("produce", names.downlink_basic("b")), 0);
+}
+
 TEST_F(cluster_fixture, retained_published_on_a_is_served_on_c) {
     cluster_.start_node("a");
     cluster_.start_node("c");

@@ -52,8 +52,14 @@ class fake_channel final : public broker::client_channel {
         cv_.notify_all();
     }
     bool writable() const override { return true; }
-    void resume_reading() override {}
-    bool reading_paused() const override { return false; }
+    void resume_reading() override {
+        paused_.store(false);
+        ++resumed_;
+    }
+    bool reading_paused() const override { return paused_.load(); }
+    // As the connection does when the actor's mailbox is full: stop reading until resumed.
+    void pause_reading_for_test() { paused_.store(true); }
+    int resumed() const { return resumed_.load(); }
     void hold_reading(bool held) override { held_.store(held); }
     const std::string& remote_address() const override { return address_; }
     std::uint64_t id() const override { return id_; }
@@ -119,6 +125,8 @@ class fake_channel final : public broker::client_channel {
     std::size_t sent_after_close_ = 0;
     std::atomic<bool> input_ended_{false};
     std::atomic<bool> held_{false};
+    std::atomic<bool> paused_{false};
+    std::atomic<int> resumed_{0};
 };
 
 }  // namespace starling::testing

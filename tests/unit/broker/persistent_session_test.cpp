@@ -204,6 +204,7 @@ TEST_F(persistent_session_test, a_session_resumed_under_other_rules_keeps_only_w
     send("bob", *bob, mqtt::disconnect{});
     ASSERT_TRUE(bob->wait_closed());
     publish_qos1("bob/secret", 0, 3);  // queued for Bob
+    wait_routed(3);                    // in Bob's inbox before anyone resumes the session
 
     next_rules_ = rules("alice/.*", "alice/.*");
     auto alice = connect("bob", false, mqtt::protocol_version::v5, 3600, true);

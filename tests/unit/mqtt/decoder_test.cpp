@@ -236,3 +236,44 @@ TEST(decoder, is_movable) {
 
 }  // namespace
 }  // namespace starling::mqtt::test
+
+namespace starling::mqtt::test {
+namespace {
+
+// mqtt.max-user-properties: a packet (or a CONNECT's will) with more User Properties than the
+// limit is refused as "not accepted by this server" (0x83); at the limit it decodes.
+TEST(decoder, user_properties_beyond_the_limit_are_refused) {
+    const auto with_properties = [](std::size_t n, bool in_will) {
+        connect c;
+        c.protocol_version = protocol_version::v5;
+        c.client_id = "props";
+        auto& list =
+            in_will ? c.will.emplace().properties.user_properties : c.properties.user_properties;
+        if (in_will) {
+            c.will->topic = "w";
+        }
+        for (std::size_t i = 0; i < n; ++i) {
+            list.push_back({"k" + std::to_string(i), "v"});
+        }
+        std::string bytes;
+        encode(c, protocol_version::v5, bytes);
+        return bytes;
+    };
+    for (bool in_will : {false, true}) {
+        decoder at_limit(decoder_limits{.max_user_properties = 8});
+        at_limit.feed(with_properties(8, in_will));
+        EXPECT_TRUE(std::holds_alternative<packet>(at_limit.next()));
+
+        decoder over(decoder_limits{.max_user_properties = 8});
+        over.feed(with_properties(9, in_will));
+        auto r = over.next();
+        ASSERT_TRUE(std::holds_alternative<decode_error>(r)) << "in will: " << in_will;
+        EXPECT_EQ(std::get<decode_error>(r).code, reason_code::implementation_specific_error);
+    }
+    decoder unlimited;
+    unlimited.feed(with_properties(1000, false));
+    EXPECT_TRUE(std::holds_alternative<packet>(unlimited.next()));
+}
+
+}  // namespace
+}  // namespace starling::mqtt::test
