@@ -109,16 +109,21 @@ TEST(config_loader, shipped_file_yields_the_documented_defaults) {
     EXPECT_EQ(c.actors.system.throughput, 5U);
     EXPECT_EQ(c.actors.client.dispatcher_pool_size, cores());
     EXPECT_EQ(c.actors.client.mailbox_capacity, 10000U);
+    EXPECT_EQ(c.actors.client.mailbox_bytes, 4U * 1024 * 1024);
     EXPECT_EQ(c.actors.client.wait_before_generated_actor_stop, 10s);
     EXPECT_EQ(c.actors.client.wait_before_named_actor_stop, 60s);
     EXPECT_EQ(c.actors.persisted_device.dispatcher_pool_size, cores());
     EXPECT_EQ(c.actors.persisted_device.wait_before_actor_stop, 5min);
     EXPECT_EQ(c.mqtt.max_in_flight_msgs, 1000);
     EXPECT_EQ(c.mqtt.keep_alive.max_keep_alive, 600s);
-    EXPECT_EQ(c.mqtt.topic.max_segments_count, 0U);
+    EXPECT_EQ(c.mqtt.topic.max_segments_count, 128U);
     EXPECT_EQ(c.mqtt.topic.alias_max, 10);
     EXPECT_EQ(c.mqtt.topic.min_length_for_alias_replacement, 50U);
     EXPECT_TRUE(c.mqtt.subscription.allow_root_multi_level_wildcard);
+    EXPECT_EQ(c.mqtt.subscription.max_per_client, 1000U);
+    EXPECT_EQ(c.mqtt.retained_messages.max_count, 1000000U);
+    EXPECT_EQ(c.mqtt.retained_messages.max_bytes, 1073741824U);
+    EXPECT_EQ(c.mqtt.max_user_properties, 128);
     EXPECT_EQ(c.mqtt.shared_subscriptions.processing_type,
               shared_subscription_processing::round_robin);
     EXPECT_EQ(c.mqtt.client_session_expiry.max_expiry_interval, 604800s);
