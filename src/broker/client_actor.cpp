@@ -167,7 +167,8 @@ void client_actor::handle(client_message&& m) {
 std::int64_t client_actor::inbound_cost(const mqtt::packet& p) {
     constexpr std::int64_t overhead = 64;  // the packet's own structure, roughly
     if (const auto* publish = std::get_if<mqtt::publish>(&p)) {
-        return overhead + static_cast<std::int64_t>(publish->topic.size() + publish->payload.size());
+        return overhead +
+               static_cast<std::int64_t>(publish->topic.size() + publish->payload.size());
     }
     return overhead;
 }

@@ -26,6 +26,7 @@
 #include "mqtt/decoder.h"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <array>
 #include <atomic>
@@ -37,7 +38,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unistd.h>
 
 namespace {
 
