@@ -126,6 +126,19 @@ void broker_core::warm_topic(const std::string& topic) {
     }
 }
 
+void broker_core::signal_inbox(const std::string& owner_node, const std::string& client_id,
+                               bool passed_on, std::function<void(status)> done) {
+    const std::string downlink = topics_.downlink_persisted(owner_node);
+    warm_topic(downlink);
+    std::vector<log_header> headers{
+        log_header{std::string(inbox_signal_header),
+                   std::string(passed_on ? inbox_signal_forwarded : inbox_signal_fresh)}};
+    log_.produce(downlink, client_id, std::string(), std::move(headers),
+                 [done = std::move(done)](result<produce_ack> r) {
+                     done(r ? status{} : status{r.error()});
+                 });
+}
+
 void broker_core::delete_session(const std::string& client_id, std::function<void(status)> done) {
     log_.produce(topics_.client_session(), client_id, std::string(), origin_headers(),
                  [done = std::move(done)](result<produce_ack> r) {

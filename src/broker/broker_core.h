@@ -82,6 +82,13 @@ class broker_core {
     // Blocking (one metadata round trip, the first time): consumer and handler threads only.
     void warm_topic(const std::string& topic);
 
+    // Tells `owner_node` that `client_id`'s shared inbox (Redis) grew: a signal-only record on
+    // its msg.downlink.persisted topic (topics.h inbox_signal_header; `passed_on` marks one a
+    // node forwards after the session left it). Blocking the first time per topic
+    // (warm_topic): consumer and handler threads only. `done` runs on a log thread.
+    void signal_inbox(const std::string& owner_node, const std::string& client_id,
+                      bool passed_on, std::function<void(status)> done);
+
     // The live actor of a client, created when absent.
     std::shared_ptr<client_actor> actor_for(const std::string& client_id);
 
@@ -156,6 +163,27 @@ class broker_core {
             subscriptions_dropped_hook_(client_id);
         }
     }
+    // Cluster mode: an actor whose session moved to `new_owner` hands its trie entries over
+    // instead of removing them: each becomes a mirrored entry of the new owner in one trie
+    // operation (state_follower::hand_over), so a message this node routes during the move
+    // still finds the session. Removing them left a gap until the new owner's subscription
+    // record reached this node's mirror: the copies routed meanwhile matched nobody and were
+    // lost, although acknowledged. Without a hook (embedded mode) the entries are removed.
+    using handed_subscriptions = std::vector<std::pair<std::string, routing::subscription>>;
+    void set_subscriptions_handover_hook(
+        std::function<void(const std::string&, handed_subscriptions, const std::string&)> hook) {
+        subscriptions_handover_hook_ = std::move(hook);
+    }
+    void hand_over_subscriptions(const std::string& client_id, handed_subscriptions subs,
+                                 const std::string& new_owner) {
+        if (subscriptions_handover_hook_) {
+            subscriptions_handover_hook_(client_id, std::move(subs), new_owner);
+            return;
+        }
+        for (const auto& [filter, sub] : subs) {
+            trie_.unsubscribe(filter, client_id, sub.share_group);
+        }
+    }
 
     // Refreshes the gauges derived from shared structures (called by the metrics scrape).
     void refresh_gauges();
@@ -184,6 +212,8 @@ class broker_core {
     std::mutex warm_mutex_;
     std::unordered_set<std::string> warm_topics_;
     std::function<void(const std::string&)> subscriptions_dropped_hook_;
+    std::function<void(const std::string&, handed_subscriptions, const std::string&)>
+        subscriptions_handover_hook_;
     subscriptions_barrier subscriptions_barrier_;
     auth::authenticator* authenticator_ = nullptr;
     const auth::blocked_clients* blocked_ = nullptr;

@@ -589,13 +589,14 @@ void client_actor::on_session_moved(const std::string& session_id, const std::st
             "node {}",
             client_id_, old->channel->remote_address(), version_name(old->version), new_node_id);
     }
-    drop_local_session();
+    // A clean start on the new node ends the session's subscriptions there: nothing to hand.
+    drop_local_session(new_clean_start ? std::string() : new_node_id);
     if (!conn_) {
         retire();
     }
 }
 
-void client_actor::drop_local_session() {
+void client_actor::drop_local_session(const std::string& new_owner) {
     // The session belongs to another node now (or never was this actor's): forget it here
     // without touching the log, the inbox or the metadata store — the new owner uses them.
     if (will_timer_) {
@@ -608,13 +609,26 @@ void client_actor::drop_local_session() {
         expiry_timer_ = {};
     }
     ++expiry_generation_;
-    for (const auto& [key, sub] : subscriptions_) {
-        core_.trie().unsubscribe(sub.filter, client_id_, sub.share_group);
-    }
-    const bool had_subscriptions = !subscriptions_.empty();
-    subscriptions_.clear();
-    if (had_subscriptions) {
-        core_.subscriptions_dropped(client_id_);
+    if (!new_owner.empty() && !subscriptions_.empty()) {
+        // The session continues on `new_owner`: its entries here become that node's mirrored
+        // ones without a moment in between where a message routed here would match nobody.
+        broker_core::handed_subscriptions handed;
+        handed.reserve(subscriptions_.size());
+        for (const auto& [key, sub] : subscriptions_) {
+            handed.emplace_back(sub.filter, trie_entry(sub));
+            handed.back().second.owner_node = new_owner;
+        }
+        subscriptions_.clear();
+        core_.hand_over_subscriptions(client_id_, std::move(handed), new_owner);
+    } else {
+        for (const auto& [key, sub] : subscriptions_) {
+            core_.trie().unsubscribe(sub.filter, client_id_, sub.share_group);
+        }
+        const bool had_subscriptions = !subscriptions_.empty();
+        subscriptions_.clear();
+        if (had_subscriptions) {
+            core_.subscriptions_dropped(client_id_);
+        }
     }
     inflight_.clear();
     queued_.clear();
@@ -710,17 +724,19 @@ bool client_actor::authorized_for_delivery(const app_message& m) const {
     });
 }
 
+routing::subscription client_actor::trie_entry(const stored_subscription& sub) const {
+    return routing::subscription{
+        .client_id = client_id_,
+        .options = {.qos = static_cast<std::uint8_t>(sub.options.qos),
+                    .no_local = sub.options.no_local,
+                    .retain_as_published = sub.options.retain_as_published,
+                    .retain_handling = static_cast<std::uint8_t>(sub.options.retain_handling)},
+        .subscription_identifier = sub.subscription_id,
+        .share_group = sub.share_group};
+}
+
 void client_actor::add_subscription(stored_subscription sub) {
-    core_.trie().subscribe(
-        sub.filter,
-        routing::subscription{
-            .client_id = client_id_,
-            .options = {.qos = static_cast<std::uint8_t>(sub.options.qos),
-                        .no_local = sub.options.no_local,
-                        .retain_as_published = sub.options.retain_as_published,
-                        .retain_handling = static_cast<std::uint8_t>(sub.options.retain_handling)},
-            .subscription_identifier = sub.subscription_id,
-            .share_group = sub.share_group});
+    core_.trie().subscribe(sub.filter, trie_entry(sub));
     auto key = subscription_key(sub.share_group, sub.filter);
     subscriptions_.insert_or_assign(std::move(key), std::move(sub));
 }

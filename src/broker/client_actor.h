@@ -32,6 +32,7 @@
 #include "mqtt/protocol_version.h"
 #include "ratelimit/quota_lease.h"
 #include "ratelimit/token_bucket.h"
+#include "routing/subscription.h"
 #include "starling/device_inbox.h"
 
 #include <atomic>
@@ -223,7 +224,9 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
                                   std::uint32_t expiry, bool id_assigned, result<connect_grant> r);
     void on_session_moved(const std::string& session_id, const std::string& new_node_id,
                           bool new_clean_start);
-    void drop_local_session();
+    // `new_owner`: the node the session moved to (its subscriptions are handed over to this
+    // node's mirror of it); empty when the session's subscriptions end here.
+    void drop_local_session(const std::string& new_owner = {});
     void adopt_subscriptions();
     // A resumed (or adopted) session's subscriptions were granted to whoever held it before: the
     // client that resumes it keeps only those its own topic rules allow (the rest are dropped
@@ -232,6 +235,7 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     // a client id could take over another client's session and read its traffic.
     void authorize_inherited_subscriptions();
     bool authorized_for_delivery(const app_message& m) const;
+    routing::subscription trie_entry(const stored_subscription& sub) const;
     void add_subscription(stored_subscription sub);
     void drain_early_packets(std::uint64_t channel_id);
     // Every packet of a connected client: held (inbound flow control, below) or handled.

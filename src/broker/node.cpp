@@ -44,6 +44,12 @@ node::node(settings cfg, message_log& log, device_inbox& inbox, metadata_store& 
             [follower = follower_.get()](const std::string& client_id) {
                 follower->reapply_subscriptions(client_id);
             });
+        core_->set_subscriptions_handover_hook(
+            [follower = follower_.get()](const std::string& client_id,
+                                         broker_core::handed_subscriptions subs,
+                                         const std::string& new_owner) {
+                follower->hand_over(client_id, std::move(subs), new_owner);
+            });
     }
 }
 

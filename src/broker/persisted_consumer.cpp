@@ -110,13 +110,17 @@ void persisted_consumer::run(std::size_t index, log_consumer* consumer) {
 
 namespace {
 
-// Header of a record on msg.downlink.persisted.<node> that carries no copy, only the news that
-// the client's (shared) inbox grew: the owner's actor reads it from there.
-constexpr const char* inbox_signal_header = "starling-inbox-signal";
-
 bool is_inbox_signal(const log_record& rec) {
     return std::any_of(rec.headers.begin(), rec.headers.end(),
                        [](const log_header& h) { return h.key == inbox_signal_header; });
+}
+
+// A signal one node already passed on (inbox_signal_forwarded): never passed on again, so two
+// nodes with opposite stale views cannot bounce it between them.
+bool is_forwarded_signal(const log_record& rec) {
+    return std::any_of(rec.headers.begin(), rec.headers.end(), [](const log_header& h) {
+        return h.key == inbox_signal_header && h.value == inbox_signal_forwarded;
+    });
 }
 
 }  // namespace
@@ -171,11 +175,11 @@ bool persisted_consumer::write_batch(std::vector<log_record>& records) {
     };
     // Copies of sessions that live on another node: with node-local inboxes they go there (the
     // owner appends them); with a shared inbox this consumer appends them and only tells the
-    // owner. A connected local actor wins over the mirror (its session record may still be in
-    // flight).
+    // owner (below, after the append). A connected local actor wins over the mirror (its
+    // session record may still be in flight).
     const bool shared = core_.cfg().shared_inbox;
     std::vector<std::pair<log_record*, std::string>> remote;  // record, owner node
-    if (opts_.forward) {
+    if (opts_.forward && !shared) {
         const auto& self = core_.cfg().node_id;
         for (auto& rec : records) {
             if (is_limited(rec)) {
@@ -191,29 +195,22 @@ bool persisted_consumer::write_batch(std::vector<log_record>& records) {
             }
         }
     }
-    bool forwarded = shared || forward(remote, false);
+    bool forwarded = shared || forward(remote);
     // Group by client, keeping each client's order (one partition per client id).
     std::map<std::string, std::vector<inbox_entry>> by_client;
-    std::vector<std::string> signalled;  // signal-only records from another node's consumer
-    std::vector<std::pair<log_record*, std::string>> signals;  // (shared) one per owner+client
+    // Signal-only records from another node's consumer: (client id, already forwarded once).
+    std::vector<std::pair<std::string, bool>> signalled;
     for (auto& rec : records) {
         if (is_inbox_signal(rec)) {
-            signalled.push_back(rec.key);
+            signalled.emplace_back(rec.key, is_forwarded_signal(rec));
             continue;
         }
         if (is_limited(rec)) {
             continue;
         }
-        auto remote_it = std::find_if(remote.begin(), remote.end(),
-                                      [&](const auto& r) { return r.first == &rec; });
-        if (remote_it != remote.end()) {
-            if (!shared) {
-                continue;  // forwarded above: the owner appends it
-            }
-            if (std::none_of(signals.begin(), signals.end(),
-                             [&](const auto& s) { return s.first->key == rec.key; })) {
-                signals.push_back(*remote_it);
-            }
+        if (!shared && std::any_of(remote.begin(), remote.end(),
+                                   [&](const auto& r) { return r.first == &rec; })) {
+            continue;  // forwarded above: the owner appends it
         }
         proto::persisted_msg pm;
         if (!pm.ParseFromString(rec.value)) {
@@ -256,22 +253,75 @@ bool persisted_consumer::write_batch(std::vector<log_record>& records) {
         std::unique_lock lock(mutex);
         cv.wait(lock, [&] { return outstanding == 0; });
     }
-    // The owners learn of it only after the copies are in the shared inbox.
-    if (shared && ok) {
-        forwarded = forward(signals, true);
-    }
-    // Signal the actors of the clients whose inbox grew (they deliver if connected).
-    appended.insert(appended.end(), signalled.begin(), signalled.end());
+    // Tell each grown inbox's owner — looked up only now, after the append: a session that
+    // moved to another node while the copies were written is signalled there. Were the owner
+    // looked up before the append, a move in between left the copies in the inbox with nobody
+    // told (this node's actor gone, the new owner's read already done): the new owner's drain
+    // stalled until the client reconnected. A view of the owner that is still stale after the
+    // append is covered by the node the session left: it signals the new owner once it learns
+    // of the move (session_coordinator), which is after this append.
+    std::vector<std::pair<std::string, std::string>> to_signal;  // client id, owner node
     for (const auto& id : appended) {
-        if (auto actor = core_.sessions().find_actor(id)) {
-            actor->tell_control(client_msg::inbox_signal{});
-        }
+        notify_owner(id, /*may_pass_on=*/shared, to_signal);
+    }
+    // A signal for a session that left this node (the sender's view was stale) goes on to the
+    // session's owner, once.
+    for (const auto& [id, already_passed_on] : signalled) {
+        notify_owner(id, /*may_pass_on=*/shared && !already_passed_on, to_signal);
+    }
+    if (!to_signal.empty()) {
+        forwarded = signal_owners(to_signal) && forwarded;
     }
     return ok && forwarded;
 }
 
-bool persisted_consumer::forward(const std::vector<std::pair<log_record*, std::string>>& records,
-                                 bool signal_only) {
+void persisted_consumer::notify_owner(
+    const std::string& client_id, bool may_pass_on,
+    std::vector<std::pair<std::string, std::string>>& to_signal) {
+    auto actor = core_.sessions().find_actor(client_id);
+    if (actor && actor->connected()) {
+        actor->tell_control(client_msg::inbox_signal{});
+        return;
+    }
+    if (may_pass_on) {
+        auto session = core_.sessions().find_session(client_id);
+        if (session && !session->node_id.empty() && session->node_id != core_.cfg().node_id) {
+            to_signal.emplace_back(client_id, session->node_id);
+            return;
+        }
+    }
+    if (actor) {
+        actor->tell_control(client_msg::inbox_signal{});  // it delivers once connected
+    }
+}
+
+bool persisted_consumer::signal_owners(
+    const std::vector<std::pair<std::string, std::string>>& client_owner) {
+    // The msg.persisted consumers signal what they appended; this node's downlink consumer
+    // passes on a signal that reached it after the session left (marked, never passed again).
+    const bool passed_on = !opts_.forward;
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::size_t outstanding = client_owner.size();
+    bool ok = true;
+    for (const auto& [client_id, owner] : client_owner) {
+        core_.signal_inbox(owner, client_id, passed_on, [&](status st) {
+                               std::lock_guard lock(mutex);
+                               ok = ok && st.has_value();
+                               if (--outstanding == 0) {
+                                   cv.notify_all();
+                               }
+                           });
+    }
+    std::unique_lock lock(mutex);
+    cv.wait(lock, [&] { return outstanding == 0; });
+    if (!ok) {
+        spdlog::warn("{}: telling the owner node of a grown inbox failed", opts_.topic);
+    }
+    return ok;
+}
+
+bool persisted_consumer::forward(const std::vector<std::pair<log_record*, std::string>>& records) {
     if (records.empty()) {
         return true;
     }
@@ -280,14 +330,9 @@ bool persisted_consumer::forward(const std::vector<std::pair<log_record*, std::s
     std::size_t outstanding = records.size();
     bool ok = true;
     for (const auto& [rec, owner] : records) {
-        std::vector<log_header> headers;
-        if (signal_only) {
-            headers.push_back(log_header{inbox_signal_header, "1"});
-        }
         const std::string downlink = core_.topics().downlink_persisted(owner);
         core_.warm_topic(downlink);
-        core_.log().produce(downlink, rec->key, signal_only ? std::string() : rec->value,
-                            std::move(headers), [&](result<produce_ack> r) {
+        core_.log().produce(downlink, rec->key, rec->value, {}, [&](result<produce_ack> r) {
                                 std::lock_guard lock(mutex);
                                 if (!r) {
                                     ok = false;

@@ -12,7 +12,11 @@
 //   - shared inbox (Redis; settings::shared_inbox): the copy is appended here like any other,
 //     then an empty record with the header starling-inbox-signal goes to
 //     msg.downlink.persisted.<owner>, whose consumer only signals the actor. A dead owner loses
-//     nothing: the copy is in the inbox the client reads wherever it reconnects.
+//     nothing: the copy is in the inbox the client reads wherever it reconnects. The owner is
+//     looked up after the append, and a signal reaching a node the session has left is passed
+//     on to its owner once; with the catch-up signal the left node sends when it learns of the
+//     move (session_coordinator), a drain on the new node never waits for a signal that went
+//     to the old one.
 //   - node-local inboxes: the copy itself is forwarded there instead, and that node's instance
 //     of this class (on its downlink topic, `forward` off) appends it to its own inbox.
 // The batch commits once the forwards were acknowledged too.
@@ -73,7 +77,14 @@ class persisted_consumer {
     const log_record* over_device_limit(const std::vector<log_record>& records);
     // Produces each record (or, signal_only, an empty record with the inbox-signal header) to
     // its owner node's downlink topic; true when all were acknowledged.
-    bool forward(const std::vector<std::pair<log_record*, std::string>>& records, bool signal_only);
+    bool forward(const std::vector<std::pair<log_record*, std::string>>& records);
+    // After copies were appended to (or a signal arrived for) `client_id`'s inbox: tells its
+    // actor here when connected here, else — with may_pass_on and the session living on another
+    // node by this node's view — queues a signal to that node in `to_signal`.
+    void notify_owner(const std::string& client_id, bool may_pass_on,
+                      std::vector<std::pair<std::string, std::string>>& to_signal);
+    // Produces one signal-only record per (client id, owner node) and waits for the acks.
+    bool signal_owners(const std::vector<std::pair<std::string, std::string>>& client_owner);
 
     broker_core& core_;
     options opts_;

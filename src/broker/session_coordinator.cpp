@@ -425,6 +425,36 @@ void session_coordinator::handle_event(const proto::session_event& ev, std::int6
     decisions_.insert_or_assign(client_id, std::move(next));
 }
 
+void session_coordinator::session_left(const proto::client_disconnect& d) {
+    const auto& self = core_.cfg().node_id;
+    if (d.new_node_id().empty() || d.new_node_id() == self || d.clean_start()) {
+        return;  // a clean start empties the inbox: nothing to catch up on
+    }
+    // From now on this node's consumers route the session's copies to its new node, without
+    // waiting for this node's mirror of client.session to learn it.
+    if (auto current = core_.sessions().find_session(d.client_id());
+        current && current->node_id == self && current->session_id == d.session_id()) {
+        current->node_id = d.new_node_id();
+        current->session_id = d.new_session_id();
+        current->connected = true;
+        core_.sessions().put_session(std::move(*current));
+    }
+    if (!core_.cfg().shared_inbox) {
+        return;
+    }
+    // Copies this node appended to the shared inbox while it still took itself for the owner
+    // signalled nobody (its actor is gone); the new owner may have read the inbox before they
+    // arrived. One signal, sent after the view above changed, covers every one of them.
+    core_.signal_inbox(d.new_node_id(), d.client_id(), /*passed_on=*/false,
+                       [client_id = d.client_id()](status st) {
+                           if (!st) {
+                               spdlog::warn("client {}: catch-up signal to the session's new "
+                                            "node not written: {}",
+                                            client_id, st.error().message());
+                           }
+                       });
+}
+
 void session_coordinator::run_handler(log_consumer* consumer) {
     const auto poll_interval = core_.cfg().poll_interval;
     std::set<std::int32_t> owned;
@@ -549,6 +579,7 @@ void session_coordinator::run_inbox(log_consumer* consumer) {
             if (auto actor = core_.sessions().find_actor(d.client_id())) {
                 actor->session_moved(d.session_id(), d.new_node_id(), d.clean_start());
             }
+            session_left(d);
         }
         if (!next.empty()) {
             std::vector<std::pair<topic_partition, std::int64_t>> commits(next.begin(), next.end());

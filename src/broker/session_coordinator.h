@@ -50,6 +50,7 @@
 #include <vector>
 
 namespace starling::proto {
+class client_disconnect;
 class session_event;
 class session_event_response;
 }  // namespace starling::proto
@@ -118,6 +119,9 @@ class session_coordinator {
     void pause_handler_for_test(bool paused);
 
   private:
+    // The session of `d` left this node for another: this node's view and the new owner's
+    // inbox reads are brought up to date (see the .cpp).
+    void session_left(const proto::client_disconnect& d);
     struct pending {
         std::function<void(result<connect_grant>)> done;
         actor::timer_handle timer;

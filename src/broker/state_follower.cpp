@@ -182,6 +182,42 @@ void state_follower::serve_barriers() {
     }
 }
 
+void state_follower::hand_over(const std::string& client_id,
+                               std::vector<std::pair<std::string, routing::subscription>> subs,
+                               const std::string& new_owner) {
+    auto& trie = core_.trie();
+    std::string newer_owner;
+    {
+        std::lock_guard lock(mirror_mutex_);
+        auto it = mirrored_.find(client_id);
+        if (it == mirrored_.end()) {
+            mirrored_set set;
+            set.owner_node = new_owner;
+            for (auto& [filter, sub] : subs) {
+                set.keys.emplace_back(filter, sub.share_group);
+                trie.subscribe(filter, std::move(sub));  // replaces the local entry in place
+            }
+            mirrored_.emplace(client_id, std::move(set));
+            return;
+        }
+        // Another node's record arrived while the local entries kept it out.
+        for (auto& [filter, sub] : subs) {
+            const std::pair<std::string, std::string> key{filter, sub.share_group};
+            if (std::find(it->second.keys.begin(), it->second.keys.end(), key) ==
+                it->second.keys.end()) {
+                trie.unsubscribe(filter, client_id, sub.share_group);
+            } else {
+                // Placeholder until the record is applied again below: never a gap.
+                trie.subscribe(filter, std::move(sub));
+            }
+        }
+        newer_owner = it->second.owner_node;
+    }
+    spdlog::debug("client {}: subscriptions handed to node {}; node {}'s record applied again",
+                  client_id, new_owner, newer_owner);
+    reapply_subscriptions(client_id);
+}
+
 void state_follower::reapply_subscriptions(const std::string& client_id) {
     auto set = core_.sessions().subscriptions_of(client_id);
     if (!set) {

@@ -32,6 +32,7 @@
 // alive until it is detached (attach_blocked(nullptr)) or the follower stopped.
 
 #include "base/result.h"
+#include "routing/subscription.h"
 #include "starling/message_log.h"
 
 #include <atomic>
@@ -86,6 +87,15 @@ class state_follower {
     // Applies the client's mirrored subscription set again (from session_registry's copy):
     // called when a local actor dropped its own entries, which had kept the mirror out.
     void reapply_subscriptions(const std::string& client_id);
+
+    // A local actor's session moved to `new_owner`: its entries (`subs`, owner_node set to the
+    // new owner) replace the local ones in the trie, each in one operation, and become the
+    // client's mirrored set, which the new owner's own record then updates like any other.
+    // When that record was applied already (kept out by the local entries), it is the newer
+    // truth: it replaces the local entries instead, and local ones it lacks are removed.
+    void hand_over(const std::string& client_id,
+                   std::vector<std::pair<std::string, routing::subscription>> subs,
+                   const std::string& new_owner);
 
     // Records applied (own echoes skipped are not counted). For tests and logs.
     std::uint64_t applied() const { return applied_.load(std::memory_order_acquire); }

@@ -13,6 +13,12 @@ namespace starling::broker {
 // subscription records it wrote itself: its actors are their single writers and already
 // changed the local state.
 inline constexpr std::string_view origin_node_header = "starling-origin-node";
+// Header of a record on msg.downlink.persisted.<node> that carries no copy, only the news that
+// the client's shared inbox grew: the owner's actor reads it from there. Its value is "1", or
+// inbox_signal_forwarded when a node the session had left passed it on (never passed again).
+inline constexpr std::string_view inbox_signal_header = "starling-inbox-signal";
+inline constexpr std::string_view inbox_signal_fresh = "1";
+inline constexpr std::string_view inbox_signal_forwarded = "forwarded";
 
 class topic_names {
   public:

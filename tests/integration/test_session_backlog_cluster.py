@@ -119,7 +119,12 @@ def test_killing_the_draining_node_loses_nothing(broker_factory, paho_client, ra
     received += sub.drain()
     sub.close()
 
-    again = paho_client(a, client_id=uid, protocol=5, **persistent(5, 3600))
+    # The session requests of the killed node's partitions of client.session.event.request
+    # wait for Kafka to give them to node a: the consumer session timeout (10 s) and a
+    # rebalance. A client with the usual 10 s connect timeout may give up once and retry;
+    # this one waits.
+    again = paho_client(a, client_id=uid, protocol=5, connect=False, **persistent(5, 3600))
+    again.connect(timeout=60)
     assert again.session_present
     seen = {m.payload for m in received}
     deadline = time.monotonic() + 180
