@@ -35,6 +35,7 @@ void upsert_credentials(const config::broker_config& cfg, metadata_store& metada
         spec.cert_cn_is_regex = e.cert_cn_is_regex;
         spec.publish_patterns = e.pub;
         spec.subscribe_patterns = e.sub;
+        spec.client_id_pattern = e.client_id_pattern;
         std::string why;
         auto row = auth::to_credentials_row(spec, &why);
         if (!row) {

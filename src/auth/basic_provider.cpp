@@ -28,8 +28,8 @@ void basic_provider::authenticate(const auth_request& request,
         return;
     }
     const auto lane = request.suspect ? worker_pool::lane::low : worker_pool::lane::normal;
-    store_.find_credentials(ids, [this, ids, password = request.password, lane,
-                                  done = std::move(done)](
+    store_.find_credentials(ids, [this, ids, password = request.password,
+                                  client_id = request.client_id, lane, done = std::move(done)](
                                      result<std::vector<client_credentials>> rows) mutable {
         if (!rows) {
             done(auth_result{.outcome = verdict::deny,
@@ -59,12 +59,31 @@ void basic_provider::authenticate(const auth_request& request,
                              .reason = "no MQTT_BASIC credentials"});
             return;
         }
-        verify(std::move(candidates), std::move(password), lane, std::move(done));
+        verify(std::move(candidates), std::move(password), std::move(client_id), lane,
+               std::move(done));
     });
 }
 
+auth_result basic_provider::accepted(const candidate& c, const std::string& client_id) {
+    if (!client_id_allowed(c.credentials.client_id_pattern, client_id)) {
+        // The right password for credentials that may not use this client id: not authorized
+        // (0x87), not bad credentials — and never "not applicable", which could fall through
+        // to anonymous access.
+        return auth_result{.outcome = verdict::deny,
+                           .reason = "client id not allowed by clientIdPattern '" +
+                                     c.credentials.client_id_pattern->source() +
+                                     "' of credentials " + c.credentials_id,
+                           .bad_credentials = false};
+    }
+    return auth_result{.outcome = verdict::allow,
+                       .type = c.type,
+                       .rules = c.credentials.rules,
+                       .reason = "credentials " + c.credentials_id};
+}
+
 std::optional<auth_result> basic_provider::decided_without_bcrypt(
-    const std::vector<candidate>& candidates, const std::optional<std::string>& password) {
+    const std::vector<candidate>& candidates, const std::optional<std::string>& password,
+    const std::string& client_id) {
     const std::string offered_sha = password ? sha256_hex(*password) : std::string("-");
     for (const auto& c : candidates) {
         bool ok = false;
@@ -77,10 +96,7 @@ std::optional<auth_result> basic_provider::decided_without_bcrypt(
             }
         }
         if (ok) {
-            return auth_result{.outcome = verdict::allow,
-                               .type = c.type,
-                               .rules = c.credentials.rules,
-                               .reason = "credentials " + c.credentials_id};
+            return accepted(c, client_id);
         }
     }
     if (!password) {
@@ -91,15 +107,16 @@ std::optional<auth_result> basic_provider::decided_without_bcrypt(
 }
 
 void basic_provider::verify(std::vector<candidate> candidates, std::optional<std::string> password,
-                            worker_pool::lane lane, std::function<void(auth_result)> done) {
+                            std::string client_id, worker_pool::lane lane,
+                            std::function<void(auth_result)> done) {
     // A password verified within the last minute (or credentials without one) need no bcrypt:
     // answered here, never queued behind a flood of verifications.
-    if (auto decided = decided_without_bcrypt(candidates, password)) {
+    if (auto decided = decided_without_bcrypt(candidates, password, client_id)) {
         done(std::move(*decided));
         return;
     }
     auto job = [this, candidates = std::move(candidates), password = std::move(password),
-                done]() mutable {
+                client_id = std::move(client_id), done]() mutable {
         const std::string offered_sha = password ? sha256_hex(*password) : std::string("-");
         for (auto& c : candidates) {
             bool ok = false;
@@ -114,10 +131,7 @@ void basic_provider::verify(std::vector<candidate> candidates, std::optional<std
                 }
             }
             if (ok) {
-                done(auth_result{.outcome = verdict::allow,
-                                 .type = c.type,
-                                 .rules = c.credentials.rules,
-                                 .reason = "credentials " + c.credentials_id});
+                done(accepted(c, client_id));
                 return;
             }
         }

@@ -50,11 +50,16 @@ class basic_provider final : public auth_provider {
         basic_credentials credentials;
     };
     void verify(std::vector<candidate> candidates, std::optional<std::string> password,
-                worker_pool::lane lane, std::function<void(auth_result)> done);
+                std::string client_id, worker_pool::lane lane,
+                std::function<void(auth_result)> done);
     // The verdict when no candidate before the deciding one needs bcrypt (no password hash,
     // or this password verified within verified_ttl); nullopt = the pool must decide.
     std::optional<auth_result> decided_without_bcrypt(const std::vector<candidate>& candidates,
-                                                      const std::optional<std::string>& password);
+                                                      const std::optional<std::string>& password,
+                                                      const std::string& client_id);
+    // The verdict for credentials whose password matched: allow, or deny (not authorized)
+    // when they are bound to client ids that `client_id` is not one of.
+    static auth_result accepted(const candidate& c, const std::string& client_id);
     bool verified_recently(const std::string& key);
     void remember_verified(std::string key);
 

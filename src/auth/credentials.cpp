@@ -87,7 +87,33 @@ std::optional<std::string> optional_string(const json& object, const char* key) 
     return it->get<std::string>();
 }
 
+// "clientIdPattern": absent or null = any client id; otherwise a string RE2 compiles.
+bool client_id_pattern_from(const json& doc, std::optional<pattern>& out, std::string* why) {
+    auto it = doc.find("clientIdPattern");
+    if (it == doc.end() || it->is_null()) {
+        return true;
+    }
+    if (!it->is_string()) {
+        set_why(why, "clientIdPattern must be a string");
+        return false;
+    }
+    std::string error;
+    auto compiled = pattern::compile(it->get_ref<const std::string&>(), &error);
+    if (!compiled) {
+        set_why(why, fmt::format("invalid clientIdPattern '{}': {}",
+                                 it->get_ref<const std::string&>(), error));
+        return false;
+    }
+    out = std::move(*compiled);
+    return true;
+}
+
 }  // namespace
+
+bool client_id_allowed(const std::optional<pattern>& client_id_pattern,
+                       std::string_view client_id) {
+    return !client_id_pattern || client_id_pattern->full_match(client_id);
+}
 
 std::optional<basic_auth_strategy> parse_basic_auth_strategy(std::string_view text) {
     if (text == "BOTH" || text == "CLIENT_ID_AND_USERNAME") {
@@ -141,6 +167,9 @@ result<basic_credentials> parse_basic_credentials(std::string_view text, std::st
     out.client_id = optional_string(doc, "clientId");
     out.username = optional_string(doc, "userName");
     out.password_hash = optional_string(doc, "password");
+    if (!client_id_pattern_from(doc, out.client_id_pattern, why)) {
+        return invalid();
+    }
     const json* rules = nullptr;
     if (auto it = doc.find("authRules"); it != doc.end()) {
         rules = &*it;
@@ -182,6 +211,9 @@ result<x509_credentials> parse_x509_credentials(std::string_view text, std::stri
     out.cert_cn_pattern = optional_string(doc, "certCnPattern").value_or("");
     if (auto it = doc.find("certCnIsRegex"); it != doc.end() && it->is_boolean()) {
         out.cert_cn_is_regex = it->get<bool>();
+    }
+    if (!client_id_pattern_from(doc, out.client_id_pattern, why)) {
+        return invalid();
     }
     auto mapping = doc.find("authRulesMapping");
     if (mapping == doc.end() || !mapping->is_object()) {
@@ -227,6 +259,15 @@ result<client_credentials> to_credentials_row(const credentials_spec& spec, std:
             return invalid();
         }
     }
+    if (spec.client_id_pattern) {
+        if (auto error = pattern::check(*spec.client_id_pattern); !error.empty()) {
+            set_why(why, fmt::format("invalid client-id-pattern '{}': {}",
+                                     *spec.client_id_pattern, error));
+            return invalid();
+        }
+    }
+    const json client_id_pattern =
+        spec.client_id_pattern ? json(*spec.client_id_pattern) : json(nullptr);
     if (spec.credentials_type == credentials_type_basic) {
         if (!spec.client_id && !spec.username) {
             set_why(why, "MQTT_BASIC credentials need a client-id, a username or both");
@@ -253,6 +294,9 @@ result<client_credentials> to_credentials_row(const credentials_spec& spec, std:
             }
         }
         value["authRules"] = rules;
+        if (!client_id_pattern.is_null()) {
+            value["clientIdPattern"] = client_id_pattern;
+        }
         row.credentials_value = value.dump();
         if (spec.client_id && spec.username) {
             row.credentials_id = mixed_credentials_id(*spec.username, *spec.client_id);
@@ -286,6 +330,9 @@ result<client_credentials> to_credentials_row(const credentials_spec& spec, std:
         value["authRulesMapping"][".*"] =
             rules.is_null() ? json{{"pubAuthRulePatterns", {".*"}}, {"subAuthRulePatterns", {".*"}}}
                             : rules;
+        if (!client_id_pattern.is_null()) {
+            value["clientIdPattern"] = client_id_pattern;
+        }
         row.credentials_value = value.dump();
         row.credentials_id = ssl_credentials_id(*spec.cert_cn);
         return row;

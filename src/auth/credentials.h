@@ -5,7 +5,10 @@
 //   MQTT_BASIC {"clientId", "userName", "password" (bcrypt or null),
 //               "authRules": {"pubAuthRulePatterns": [...], "subAuthRulePatterns": [...]}}
 //   X_509      {"certCnPattern", "certCnIsRegex", "authRulesMapping": {"<regex>": {...}}}
-// and the credentials ids they are looked up by (TBMQ's ProtocolUtil).
+// and the credentials ids they are looked up by (TBMQ's ProtocolUtil). Starling adds an
+// optional "clientIdPattern" to both (a whole-string RE2 pattern, pattern.h): the client ids
+// the credentials may connect with. Without it, credentials found by username (or certificate)
+// connect with any client id — and so may resume any session of that id.
 //
 // Rules: a missing "authRules" allows everything (as TBMQ's allow-all default ".*"); a present
 // but empty pattern list allows nothing in that direction. Pure functions, any thread.
@@ -46,7 +49,13 @@ struct basic_credentials {
     std::optional<std::string> username;
     std::optional<std::string> password_hash;  // bcrypt; nullopt = no password required
     std::shared_ptr<const topic_rules> rules;
+    std::optional<pattern> client_id_pattern;  // nullopt = any client id
 };
+
+// True when credentials bound to `client_id_pattern` (nullopt = unbound) may connect with
+// `client_id` (the id as the client sent it; an empty one matches only a pattern that accepts
+// the empty string).
+bool client_id_allowed(const std::optional<pattern>& client_id_pattern, std::string_view client_id);
 
 // Parses a MQTT_BASIC document; invalid JSON or a bad regex → std::errc::invalid_argument,
 // with the detail in `why` when given.
@@ -64,6 +73,7 @@ struct x509_credentials {
     // The rules of every authRulesMapping entry whose key (a regex) matches the leaf CN,
     // merged; null when no entry matches.
     std::shared_ptr<const topic_rules> rules;
+    std::optional<pattern> client_id_pattern;  // nullopt = any client id
 };
 
 // Parses an X_509 document for a client whose leaf certificate has `leaf_cn`.
@@ -86,6 +96,7 @@ struct credentials_spec {
     bool cert_cn_is_regex = false;
     std::optional<std::vector<std::string>> publish_patterns;    // nullopt = allow all
     std::optional<std::vector<std::string>> subscribe_patterns;  // nullopt = allow all
+    std::optional<std::string> client_id_pattern;  // nullopt = any client id
 };
 
 // The metadata-store row for a spec: credentials id, JSON value (a plain password is bcrypt

@@ -162,14 +162,15 @@ void x509_provider::authenticate(const auth_request& request,
         done(auth_result{.outcome = verdict::not_applicable, .reason = "no client certificate"});
         return;
     }
-    auto job = [this, cert = *request.certificate, done]() mutable {
+    auto job = [this, cert = *request.certificate, client_id = request.client_id,
+                done]() mutable {
         auto verified = verify_chain(cert);
         if (!verified.error.empty()) {
             done(auth_result{
                 .outcome = verdict::deny, .reason = verified.error, .bad_credentials = false});
             return;
         }
-        lookup(std::move(verified.cns), std::move(done));
+        lookup(std::move(verified.cns), std::move(client_id), std::move(done));
     };
     if (!pool_.submit(std::move(job))) {
         // Load shedding, not a provider failure (auth_result::shed).
@@ -180,14 +181,16 @@ void x509_provider::authenticate(const auth_request& request,
     }
 }
 
-void x509_provider::lookup(std::vector<std::string> cns, std::function<void(auth_result)> done) {
+void x509_provider::lookup(std::vector<std::string> cns, std::string client_id,
+                           std::function<void(auth_result)> done) {
     std::vector<std::string> ids;
     for (const auto& cn : cns) {
         if (!cn.empty()) {
             ids.push_back(ssl_credentials_id(cn));
         }
     }
-    store_.find_credentials(ids, [this, cns, done = std::move(done)](
+    store_.find_credentials(ids, [this, cns, client_id = std::move(client_id),
+                                  done = std::move(done)](
                                      result<std::vector<client_credentials>> exact) mutable {
         if (!exact) {
             done(auth_result{.outcome = verdict::deny,
@@ -200,7 +203,7 @@ void x509_provider::lookup(std::vector<std::string> cns, std::function<void(auth
             std::lock_guard lock(cache_mutex_);
             if (clock_.steady_now() < regex_rows_expire_) {
                 auto rows = regex_rows_;
-                decide(cns, std::move(*exact), std::move(rows), done);
+                decide(cns, client_id, std::move(*exact), std::move(rows), done);
                 return;
             }
         }
@@ -208,7 +211,7 @@ void x509_provider::lookup(std::vector<std::string> cns, std::function<void(auth
         // sslRegexBasedCredentials cache).
         store_.list_credentials(
             regex_credentials_limit, 0,
-            [this, cns, exact = std::move(*exact),
+            [this, cns, client_id, exact = std::move(*exact),
              done](result<std::vector<client_credentials>> all) mutable {
                 if (!all) {
                     done(auth_result{.outcome = verdict::deny,
@@ -232,12 +235,12 @@ void x509_provider::lookup(std::vector<std::string> cns, std::function<void(auth
                     regex_rows_ = regex_rows;
                     regex_rows_expire_ = clock_.steady_now() + options_.regex_cache_ttl;
                 }
-                decide(cns, std::move(exact), std::move(regex_rows), done);
+                decide(cns, client_id, std::move(exact), std::move(regex_rows), done);
             });
     });
 }
 
-void x509_provider::decide(const std::vector<std::string>& cns,
+void x509_provider::decide(const std::vector<std::string>& cns, const std::string& client_id,
                            std::vector<client_credentials> exact,
                            std::vector<client_credentials> regex_rows,
                            const std::function<void(auth_result)>& done) {
@@ -276,6 +279,14 @@ void x509_provider::decide(const std::vector<std::string>& cns,
             done(auth_result{.outcome = verdict::deny,
                              .reason = "no authRulesMapping entry of " + chosen->credentials_id +
                                        " matches CN '" + leaf_cn + "'",
+                             .bad_credentials = false});
+            return;
+        }
+        if (!client_id_allowed(parsed->client_id_pattern, client_id)) {
+            done(auth_result{.outcome = verdict::deny,
+                             .reason = "client id not allowed by clientIdPattern '" +
+                                       parsed->client_id_pattern->source() +
+                                       "' of credentials " + chosen->credentials_id,
                              .bad_credentials = false});
             return;
         }

@@ -71,9 +71,11 @@ class x509_provider final : public auth_provider {
     // returns the CNs of the certificates on the verified path only, never of extra
     // certificates the client sent.
     verified_names verify_chain(const peer_certificate& cert) const;
-    void lookup(std::vector<std::string> cns, std::function<void(auth_result)> done);
-    void decide(const std::vector<std::string>& cns, std::vector<client_credentials> exact,
-                std::vector<client_credentials> regex_rows,
+    // `client_id`: as the client sent it, for credentials bound to a clientIdPattern.
+    void lookup(std::vector<std::string> cns, std::string client_id,
+                std::function<void(auth_result)> done);
+    void decide(const std::vector<std::string>& cns, const std::string& client_id,
+                std::vector<client_credentials> exact, std::vector<client_credentials> regex_rows,
                 const std::function<void(auth_result)>& done);
 
     const x509_options options_;

@@ -497,6 +497,8 @@ struct credentials_entry {
     bool cert_cn_is_regex{};
     std::optional<std::vector<std::string>> pub;  // publish patterns; absent = allow all
     std::optional<std::vector<std::string>> sub;  // subscribe patterns; absent = allow all
+    // The client ids these credentials may connect with (RE2, whole string); absent = any.
+    std::optional<std::string> client_id_pattern;
 
     friend bool operator==(const credentials_entry&, const credentials_entry&) = default;
 };

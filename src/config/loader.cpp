@@ -1584,6 +1584,10 @@ void parse_security_lists(const YAML::Node& root, const env_lookup& env, broker_
         }
         e.pub = item.patterns("pub");
         e.sub = item.patterns("sub");
+        if (auto bound = item.text("client-id-pattern")) {
+            item.check_pattern("client-id-pattern", *bound);
+            e.client_id_pattern = std::move(bound);
+        }
         if (e.credentials_type == "MQTT_BASIC") {
             if (!e.client_id && !e.username) {
                 item.fail("client-id", "MQTT_BASIC credentials need client-id, username or both");

@@ -121,6 +121,7 @@ std::optional<auth::credentials_spec> parse_spec(const std::string& body, std::s
             rules = *it;
         }
     }
+    spec.client_id_pattern = text("clientIdPattern");
     spec.publish_patterns = patterns(rules, "pubAuthRulePatterns", "pub");
     spec.subscribe_patterns = patterns(rules, "subAuthRulePatterns", "sub");
     return spec;

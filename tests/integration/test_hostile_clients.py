@@ -42,6 +42,13 @@ _CREDENTIALS = """\
         password: bob-pw
         pub: ["bob/.*"]
         sub: ["bob/.*"]
+      - name: carol
+        credentials-type: MQTT_BASIC
+        username: carol
+        password: carol-pw
+        client-id-pattern: "carol(-.*)?"
+        pub: ["carol/.*"]
+        sub: ["carol/.*", "bob/.*"]
       - name: admin
         credentials-type: MQTT_BASIC
         username: admin
@@ -110,6 +117,39 @@ def test_alice_resuming_bobs_session_gets_none_of_bobs_messages(broker_factory, 
     assert alice.subscribe("alice/inbox", 1).reason_codes == [1]
     assert pub.publish("alice/inbox", "for alice", qos=1).reason_code == 0
     assert alice.expect_publish().payload == b"for alice"
+
+
+@pytest.mark.parametrize("version", [codec.MQTT311, codec.MQTT5], ids=["v311", "v5"])
+def test_credentials_bound_to_client_ids_cannot_take_another_session(
+    broker_factory, raw_client, uid, version
+):
+    """Carol's credentials carry client-id-pattern `carol(-.*)?` (and may even read bob/...):
+    with the right password she still cannot connect as Bob, so Bob's session, its
+    subscriptions and its queue stay his."""
+    broker = hostile_broker(broker_factory)
+    bob_id = f"{uid}-bob"
+    bob = raw_client(broker, version)
+    assert bob.connect(bob_id, clean_start=False, **login("bob")).reason_code == 0
+    assert bob.subscribe("bob/secret", 1).reason_codes == [1]
+    bob.disconnect()
+    pub = raw_client(broker, codec.MQTT5)
+    assert pub.connect(f"{uid}-pub", **login("admin")).reason_code == 0
+    assert pub.publish("bob/secret", "for bob", qos=1).reason_code == 0
+
+    carol = raw_client(broker, version)
+    ack = carol.connect(bob_id, clean_start=False, **login("carol"))
+    assert ack.reason_code == (0x87 if version == codec.MQTT5 else 5), ack
+    # Her own ids work; an empty (server-assigned) one does not match the pattern.
+    own = raw_client(broker, version)
+    assert own.connect(f"carol-{uid}", **login("carol")).reason_code == 0
+    if version == codec.MQTT5:
+        anonymous_id = raw_client(broker, version)
+        assert anonymous_id.connect("", **login("carol")).reason_code == 0x87
+
+    bob = raw_client(broker, version)
+    ack = bob.connect(bob_id, clean_start=False, **login("bob"))
+    assert ack.reason_code == 0 and ack.session_present
+    assert bob.expect_publish().payload == b"for bob"
 
 
 def test_state_one_client_can_grow_is_bounded(broker_factory, raw_client, uid):

@@ -110,6 +110,32 @@ TEST_F(basic_provider_test, credentials_without_password_accept_any) {
               verdict::allow);
 }
 
+TEST_F(basic_provider_test, credentials_bound_to_client_ids_refuse_others) {
+    add({.name = "bob",
+         .credentials_type = "MQTT_BASIC",
+         .username = "bob",
+         .password = "pw",
+         .client_id_pattern = "bob(-.*)?"});
+    EXPECT_EQ(run(basic_auth_strategy::both, "bob", "bob", "pw").outcome, verdict::allow);
+    EXPECT_EQ(run(basic_auth_strategy::both, "bob-phone", "bob", "pw").outcome, verdict::allow);
+    // The right password with another client id: not authorized, never "not applicable"
+    // (which could fall through to anonymous access).
+    for (const char* other : {"alice", "xbob", "bob2", ""}) {
+        auto r = run(basic_auth_strategy::both, other, "bob", "pw");
+        EXPECT_EQ(r.outcome, verdict::deny) << other;
+        EXPECT_FALSE(r.bad_credentials) << other;
+        EXPECT_NE(r.reason.find("clientIdPattern"), std::string::npos) << r.reason;
+    }
+    // A wrong password is still bad credentials, whatever the id.
+    auto r = run(basic_auth_strategy::both, "alice", "bob", "wrong");
+    EXPECT_EQ(r.outcome, verdict::deny);
+    EXPECT_TRUE(r.bad_credentials);
+    // The verdict recorded without bcrypt (a password verified within the minute) is bound
+    // the same way.
+    EXPECT_EQ(run(basic_auth_strategy::both, "bob", "bob", "pw").outcome, verdict::allow);
+    EXPECT_EQ(run(basic_auth_strategy::both, "alice", "bob", "pw").outcome, verdict::deny);
+}
+
 TEST_F(basic_provider_test, store_failure_is_a_failure_not_a_denial) {
     store_->stop();  // every later call fails
     auto r = run(basic_auth_strategy::both, "c", "u", "pw");

@@ -155,5 +155,45 @@ TEST(credentials, rule_and_cn_patterns_use_re2) {
     EXPECT_TRUE(to_credentials_row(bad, &why, 4)) << why;
 }
 
+TEST(credentials, client_id_pattern_round_trips_and_is_checked) {
+    std::string why;
+    credentials_spec spec{.name = "bob",
+                          .credentials_type = "MQTT_BASIC",
+                          .username = "bob",
+                          .client_id_pattern = "bob(-.*)?"};
+    auto row = to_credentials_row(spec, &why, 4);
+    ASSERT_TRUE(row) << why;
+    auto parsed = parse_basic_credentials(row->credentials_value);
+    ASSERT_TRUE(parsed);
+    ASSERT_TRUE(parsed->client_id_pattern);
+    EXPECT_TRUE(client_id_allowed(parsed->client_id_pattern, "bob-1"));
+    EXPECT_FALSE(client_id_allowed(parsed->client_id_pattern, "alice"));
+    EXPECT_FALSE(client_id_allowed(parsed->client_id_pattern, ""));
+    EXPECT_TRUE(client_id_allowed(std::nullopt, "anyone"));  // unbound
+
+    spec.credentials_type = "X_509";
+    spec.username.reset();
+    spec.cert_cn = "gw-1";
+    row = to_credentials_row(spec, &why, 4);
+    ASSERT_TRUE(row) << why;
+    auto x509 = parse_x509_credentials(row->credentials_value, "gw-1");
+    ASSERT_TRUE(x509);
+    ASSERT_TRUE(x509->client_id_pattern);
+    EXPECT_TRUE(x509->client_id_pattern->full_match("bob"));
+
+    // Without the field nothing is bound (TBMQ's documents).
+    auto tbmq = parse_basic_credentials(R"({"userName":"u"})");
+    ASSERT_TRUE(tbmq);
+    EXPECT_FALSE(tbmq->client_id_pattern);
+
+    // A pattern RE2 refuses is an error naming it, in the YAML/REST spec and in a stored row.
+    spec.client_id_pattern = "bob(?=x)";
+    EXPECT_FALSE(to_credentials_row(spec, &why, 4));
+    EXPECT_NE(why.find("client-id-pattern"), std::string::npos) << why;
+    EXPECT_FALSE(parse_basic_credentials(R"({"userName":"u","clientIdPattern":"("})", &why));
+    EXPECT_NE(why.find("clientIdPattern"), std::string::npos) << why;
+    EXPECT_FALSE(parse_basic_credentials(R"({"userName":"u","clientIdPattern":7})", &why));
+}
+
 }  // namespace
 }  // namespace starling::auth

@@ -315,6 +315,7 @@ security:
         username: alice
         password: "${ALICE_PW:secret}"
         pub: ["sensors/.*"]
+        client-id-pattern: "alice-[0-9]+"
       - name: gateway
         type: APPLICATION
         credentials-type: X_509
@@ -332,6 +333,7 @@ security:
     EXPECT_EQ(basic.password, "from-env");
     EXPECT_EQ(basic.pub, (std::vector<std::string>{"sensors/.*"}));
     EXPECT_FALSE(basic.sub.has_value());
+    EXPECT_EQ(basic.client_id_pattern, "alice-[0-9]+");
     const auto& x509 = c.security.mqtt.credentials[1];
     EXPECT_EQ(x509.type, "APPLICATION");
     EXPECT_EQ(x509.cert_cn, "gw-.*");
@@ -378,6 +380,9 @@ TEST(config_loader, patterns_re2_refuses_fail_start_up_naming_the_key) {
          "security.mqtt.credentials[0].cert-cn-regex"},
         {"credentials: [{name: a, credentials-type: X_509, cert-cn-regex: 'gw-('}]",
          "security.mqtt.credentials[0].cert-cn-regex"},
+        {"credentials: [{name: a, credentials-type: MQTT_BASIC, username: u, "
+         "client-id-pattern: 'u(?=1)'}]",
+         "security.mqtt.credentials[0].client-id-pattern"},
         {"blocked-clients: [{type: REGEX, value: '(?=bad).*'}]",
          "security.mqtt.blocked-clients[0].value"},
         {"jwt: {auth-rules: {sub: ['(?=a)b']}}", "security.mqtt.jwt.auth-rules.sub"},
