@@ -261,8 +261,8 @@ result<client_credentials> to_credentials_row(const credentials_spec& spec, std:
     }
     if (spec.client_id_pattern) {
         if (auto error = pattern::check(*spec.client_id_pattern); !error.empty()) {
-            set_why(why, fmt::format("invalid client-id-pattern '{}': {}",
-                                     *spec.client_id_pattern, error));
+            set_why(why, fmt::format("invalid client-id-pattern '{}': {}", *spec.client_id_pattern,
+                                     error));
             return invalid();
         }
     }

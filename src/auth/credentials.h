@@ -96,7 +96,7 @@ struct credentials_spec {
     bool cert_cn_is_regex = false;
     std::optional<std::vector<std::string>> publish_patterns;    // nullopt = allow all
     std::optional<std::vector<std::string>> subscribe_patterns;  // nullopt = allow all
-    std::optional<std::string> client_id_pattern;  // nullopt = any client id
+    std::optional<std::string> client_id_pattern;                // nullopt = any client id
 };
 
 // The metadata-store row for a spec: credentials id, JSON value (a plain password is bcrypt

@@ -162,8 +162,7 @@ void x509_provider::authenticate(const auth_request& request,
         done(auth_result{.outcome = verdict::not_applicable, .reason = "no client certificate"});
         return;
     }
-    auto job = [this, cert = *request.certificate, client_id = request.client_id,
-                done]() mutable {
+    auto job = [this, cert = *request.certificate, client_id = request.client_id, done]() mutable {
         auto verified = verify_chain(cert);
         if (!verified.error.empty()) {
             done(auth_result{
@@ -285,8 +284,8 @@ void x509_provider::decide(const std::vector<std::string>& cns, const std::strin
         if (!client_id_allowed(parsed->client_id_pattern, client_id)) {
             done(auth_result{.outcome = verdict::deny,
                              .reason = "client id not allowed by clientIdPattern '" +
-                                       parsed->client_id_pattern->source() +
-                                       "' of credentials " + chosen->credentials_id,
+                                       parsed->client_id_pattern->source() + "' of credentials " +
+                                       chosen->credentials_id,
                              .bad_credentials = false});
             return;
         }

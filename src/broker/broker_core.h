@@ -86,8 +86,8 @@ class broker_core {
     // its msg.downlink.persisted topic (topics.h inbox_signal_header; `passed_on` marks one a
     // node forwards after the session left it). Blocking the first time per topic
     // (warm_topic): consumer and handler threads only. `done` runs on a log thread.
-    void signal_inbox(const std::string& owner_node, const std::string& client_id,
-                      bool passed_on, std::function<void(status)> done);
+    void signal_inbox(const std::string& owner_node, const std::string& client_id, bool passed_on,
+                      std::function<void(status)> done);
 
     // The live actor of a client, created when absent.
     std::shared_ptr<client_actor> actor_for(const std::string& client_id);

@@ -275,9 +275,8 @@ bool persisted_consumer::write_batch(std::vector<log_record>& records) {
     return ok && forwarded;
 }
 
-void persisted_consumer::notify_owner(
-    const std::string& client_id, bool may_pass_on,
-    std::vector<std::pair<std::string, std::string>>& to_signal) {
+void persisted_consumer::notify_owner(const std::string& client_id, bool may_pass_on,
+                                      std::vector<std::pair<std::string, std::string>>& to_signal) {
     auto actor = core_.sessions().find_actor(client_id);
     if (actor && actor->connected()) {
         actor->tell_control(client_msg::inbox_signal{});
@@ -306,12 +305,12 @@ bool persisted_consumer::signal_owners(
     bool ok = true;
     for (const auto& [client_id, owner] : client_owner) {
         core_.signal_inbox(owner, client_id, passed_on, [&](status st) {
-                               std::lock_guard lock(mutex);
-                               ok = ok && st.has_value();
-                               if (--outstanding == 0) {
-                                   cv.notify_all();
-                               }
-                           });
+            std::lock_guard lock(mutex);
+            ok = ok && st.has_value();
+            if (--outstanding == 0) {
+                cv.notify_all();
+            }
+        });
     }
     std::unique_lock lock(mutex);
     cv.wait(lock, [&] { return outstanding == 0; });
@@ -333,14 +332,14 @@ bool persisted_consumer::forward(const std::vector<std::pair<log_record*, std::s
         const std::string downlink = core_.topics().downlink_persisted(owner);
         core_.warm_topic(downlink);
         core_.log().produce(downlink, rec->key, rec->value, {}, [&](result<produce_ack> r) {
-                                std::lock_guard lock(mutex);
-                                if (!r) {
-                                    ok = false;
-                                }
-                                if (--outstanding == 0) {
-                                    cv.notify_all();
-                                }
-                            });
+            std::lock_guard lock(mutex);
+            if (!r) {
+                ok = false;
+            }
+            if (--outstanding == 0) {
+                cv.notify_all();
+            }
+        });
     }
     std::unique_lock lock(mutex);
     cv.wait(lock, [&] { return outstanding == 0; });

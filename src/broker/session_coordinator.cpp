@@ -448,9 +448,10 @@ void session_coordinator::session_left(const proto::client_disconnect& d) {
     core_.signal_inbox(d.new_node_id(), d.client_id(), /*passed_on=*/false,
                        [client_id = d.client_id()](status st) {
                            if (!st) {
-                               spdlog::warn("client {}: catch-up signal to the session's new "
-                                            "node not written: {}",
-                                            client_id, st.error().message());
+                               spdlog::warn(
+                                   "client {}: catch-up signal to the session's new "
+                                   "node not written: {}",
+                                   client_id, st.error().message());
                            }
                        });
 }
