@@ -128,8 +128,9 @@ def test_credentials_bound_to_client_ids_cannot_take_another_session(
     subscriptions and its queue stay his."""
     broker = hostile_broker(broker_factory)
     bob_id = f"{uid}-bob"
+    keep = {"properties": {"session_expiry_interval": 300}} if version == codec.MQTT5 else {}
     bob = raw_client(broker, version)
-    assert bob.connect(bob_id, clean_start=False, **login("bob")).reason_code == 0
+    assert bob.connect(bob_id, clean_start=False, **keep, **login("bob")).reason_code == 0
     assert bob.subscribe("bob/secret", 1).reason_codes == [1]
     bob.disconnect()
     pub = raw_client(broker, codec.MQTT5)
@@ -137,7 +138,7 @@ def test_credentials_bound_to_client_ids_cannot_take_another_session(
     assert pub.publish("bob/secret", "for bob", qos=1).reason_code == 0
 
     carol = raw_client(broker, version)
-    ack = carol.connect(bob_id, clean_start=False, **login("carol"))
+    ack = carol.connect(bob_id, clean_start=False, **keep, **login("carol"))
     assert ack.reason_code == (0x87 if version == codec.MQTT5 else 5), ack
     # Her own ids work; an empty (server-assigned) one does not match the pattern.
     own = raw_client(broker, version)
@@ -147,7 +148,7 @@ def test_credentials_bound_to_client_ids_cannot_take_another_session(
         assert anonymous_id.connect("", **login("carol")).reason_code == 0x87
 
     bob = raw_client(broker, version)
-    ack = bob.connect(bob_id, clean_start=False, **login("bob"))
+    ack = bob.connect(bob_id, clean_start=False, **keep, **login("bob"))
     assert ack.reason_code == 0 and ack.session_present
     assert bob.expect_publish().payload == b"for bob"
 
