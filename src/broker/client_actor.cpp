@@ -621,14 +621,7 @@ void client_actor::drop_local_session(const std::string& new_owner) {
         subscriptions_.clear();
         core_.hand_over_subscriptions(client_id_, std::move(handed), new_owner);
     } else {
-        for (const auto& [key, sub] : subscriptions_) {
-            core_.trie().unsubscribe(sub.filter, client_id_, sub.share_group);
-        }
-        const bool had_subscriptions = !subscriptions_.empty();
-        subscriptions_.clear();
-        if (had_subscriptions) {
-            core_.subscriptions_dropped(client_id_);
-        }
+        remove_subscriptions();
     }
     inflight_.clear();
     queued_.clear();
@@ -722,6 +715,19 @@ bool client_actor::authorized_for_delivery(const app_message& m) const {
     return std::any_of(subscriptions_.begin(), subscriptions_.end(), [&](const auto& entry) {
         return mqtt::topic_matches(entry.second.filter, m.topic);
     });
+}
+
+void client_actor::remove_subscriptions() {
+    for (const auto& [key, sub] : subscriptions_) {
+        core_.trie().unsubscribe(sub.filter, client_id_, sub.share_group);
+    }
+    const bool had_subscriptions = !subscriptions_.empty();
+    subscriptions_.clear();
+    if (had_subscriptions) {
+        // Cluster mode: the mirrored entries of another node, kept out while these existed,
+        // go back in (state_follower::reapply_subscriptions).
+        core_.subscriptions_dropped(client_id_);
+    }
 }
 
 routing::subscription client_actor::trie_entry(const stored_subscription& sub) const {
@@ -2176,14 +2182,7 @@ void client_actor::end_session() {
         publish_will(will);
     }
     const bool had_persistent_state = persistent_;
-    for (const auto& [key, sub] : subscriptions_) {
-        core_.trie().unsubscribe(sub.filter, client_id_, sub.share_group);
-    }
-    const bool had_subscriptions = !subscriptions_.empty();
-    subscriptions_.clear();
-    if (had_subscriptions) {
-        core_.subscriptions_dropped(client_id_);
-    }
+    remove_subscriptions();
     inflight_.clear();
     queued_.clear();
     // Before the record goes: after a restart it is what says the session was an APPLICATION's.

@@ -236,6 +236,8 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     void authorize_inherited_subscriptions();
     bool authorized_for_delivery(const app_message& m) const;
     routing::subscription trie_entry(const stored_subscription& sub) const;
+    // Removes every subscription of the session from the trie and forgets them.
+    void remove_subscriptions();
     void add_subscription(stored_subscription sub);
     void drain_early_packets(std::uint64_t channel_id);
     // Every packet of a connected client: held (inbound flow control, below) or handled.

@@ -115,6 +115,31 @@ bool is_inbox_signal(const log_record& rec) {
                        [](const log_header& h) { return h.key == inbox_signal_header; });
 }
 
+// Waits for `n` acknowledgements of writes this thread started (the log acknowledges every
+// write, failed or not, so the wait ends); ok when all succeeded.
+class ack_join {
+  public:
+    explicit ack_join(std::size_t n) : outstanding_(n) {}
+    void complete(bool ok) {
+        std::lock_guard lock(mutex_);
+        ok_ = ok_ && ok;
+        if (--outstanding_ == 0) {
+            cv_.notify_all();
+        }
+    }
+    bool wait() {
+        std::unique_lock lock(mutex_);
+        cv_.wait(lock, [this] { return outstanding_ == 0; });
+        return ok_;
+    }
+
+  private:
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    std::size_t outstanding_;
+    bool ok_ = true;
+};
+
 // A signal one node already passed on (inbox_signal_forwarded): never passed on again, so two
 // nodes with opposite stale views cannot bounce it between them.
 bool is_forwarded_signal(const log_record& rec) {
@@ -299,21 +324,12 @@ bool persisted_consumer::signal_owners(
     // The msg.persisted consumers signal what they appended; this node's downlink consumer
     // passes on a signal that reached it after the session left (marked, never passed again).
     const bool passed_on = !opts_.forward;
-    std::mutex mutex;
-    std::condition_variable cv;
-    std::size_t outstanding = client_owner.size();
-    bool ok = true;
+    ack_join join(client_owner.size());
     for (const auto& [client_id, owner] : client_owner) {
-        core_.signal_inbox(owner, client_id, passed_on, [&](status st) {
-            std::lock_guard lock(mutex);
-            ok = ok && st.has_value();
-            if (--outstanding == 0) {
-                cv.notify_all();
-            }
-        });
+        core_.signal_inbox(owner, client_id, passed_on,
+                           [&join](status st) { join.complete(st.has_value()); });
     }
-    std::unique_lock lock(mutex);
-    cv.wait(lock, [&] { return outstanding == 0; });
+    const bool ok = join.wait();
     if (!ok) {
         spdlog::warn("{}: telling the owner node of a grown inbox failed", opts_.topic);
     }
@@ -324,25 +340,14 @@ bool persisted_consumer::forward(const std::vector<std::pair<log_record*, std::s
     if (records.empty()) {
         return true;
     }
-    std::mutex mutex;
-    std::condition_variable cv;
-    std::size_t outstanding = records.size();
-    bool ok = true;
+    ack_join join(records.size());
     for (const auto& [rec, owner] : records) {
         const std::string downlink = core_.topics().downlink_persisted(owner);
         core_.warm_topic(downlink);
-        core_.log().produce(downlink, rec->key, rec->value, {}, [&](result<produce_ack> r) {
-            std::lock_guard lock(mutex);
-            if (!r) {
-                ok = false;
-            }
-            if (--outstanding == 0) {
-                cv.notify_all();
-            }
-        });
+        core_.log().produce(downlink, rec->key, rec->value, {},
+                            [&join](result<produce_ack> r) { join.complete(r.has_value()); });
     }
-    std::unique_lock lock(mutex);
-    cv.wait(lock, [&] { return outstanding == 0; });
+    const bool ok = join.wait();
     if (!ok) {
         spdlog::warn("{}: forwarding to the owner node failed", opts_.topic);
     }
