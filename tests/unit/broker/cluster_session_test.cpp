@@ -25,6 +25,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <stop_token>
 #include <thread>
 
 namespace starling::broker {
@@ -236,9 +237,27 @@ TEST_F(cluster_fixture, offline_persistent_session_moves_with_its_client) {
         },
         10s));
 
+    // Node A routes the topic throughout the move: its entry for dev-4 never disappears, even
+    // for a moment (it used to be removed at the move and come back only with B's record —
+    // messages A routed in between matched nobody and were lost).
+    const auto entries_on_a = [&] {
+        routing::rcu_reader_registration reader;
+        std::size_t n = 0;
+        at(0).core().trie().match("t/dev-4",
+                                  [&](std::string_view, const routing::subscription&) { ++n; });
+        return n;
+    };
+    std::atomic<bool> gap_seen{false};
+    std::jthread watcher([&](std::stop_token stop) {
+        while (!stop.stop_requested()) {
+            if (entries_on_a() == 0) {
+                gap_seen.store(true);
+            }
+        }
+    });
     auto on_b = connect(1, "dev-4", false, true, mqtt::protocol_version::v5, 300);
-    // Node A lets go of the session: its own entries leave A's trie. (A may already mirror
-    // the set B adopted and wrote back — entries owned by node-b; those are expected.)
+    // Node A lets go of the session: its own entries leave A's trie, handed over to node-b's
+    // mirror (then updated by the set B adopted and wrote back).
     ASSERT_TRUE(eventually([&] {
         routing::rcu_reader_registration reader;
         bool owned_by_a = false;
@@ -249,6 +268,12 @@ TEST_F(cluster_fixture, offline_persistent_session_moves_with_its_client) {
         return !owned_by_a;
     }));
     ASSERT_TRUE(eventually([&] { return connected_on(1, "dev-4"); }));
+    // Until B's own record reached A's mirror.
+    ASSERT_TRUE(eventually([&] { return at(0).follower()->mirrored_clients() == 1U; }));
+    watcher.request_stop();
+    watcher.join();
+    EXPECT_FALSE(gap_seen.load()) << "node A's trie lost dev-4's subscription during the move";
+    EXPECT_EQ(entries_on_a(), 1U);
     EXPECT_EQ(live_sessions("dev-4"), 1U);
     auto record = session_record_of("dev-4");
     ASSERT_TRUE(record.has_value());
