@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
 
 namespace starling::auth {
@@ -68,6 +69,9 @@ struct http_provider::shared {
     std::shared_ptr<const topic_rules> default_rules;
     std::atomic<std::size_t> in_flight{0};
     std::atomic<std::size_t> rejected{0};
+    // Refusals logged so far, as `rejected` stood at the last overload log line.
+    std::atomic<std::size_t> rejected_logged{0};
+    std::atomic<std::int64_t> last_overload_log_ms{0};
 };
 
 std::optional<std::string> http_provider_options::validation_error() const {
@@ -209,12 +213,27 @@ void http_provider::authenticate(const auth_request& request,
     const auto previous = shared_->in_flight.fetch_add(1, std::memory_order_relaxed);
     if (previous >= options_.max_parallel_requests) {
         shared_->in_flight.fetch_sub(1, std::memory_order_relaxed);
-        shared_->rejected.fetch_add(1, std::memory_order_relaxed);
-        spdlog::warn(
-            "HTTP auth: client '{}' refused: {} requests in flight "
-            "(maxParallelRequestsCount)",
-            request.client_id, previous);
-        done(make_unavailable("too many pending auth requests"));
+        const auto rejected = shared_->rejected.fetch_add(1, std::memory_order_relaxed) + 1;
+        // One line a second at most: a flood must not turn into a flood of log lines.
+        const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::steady_clock::now().time_since_epoch())
+                                .count();
+        auto last = shared_->last_overload_log_ms.load(std::memory_order_relaxed);
+        if (now_ms - last >= 1000 && shared_->last_overload_log_ms.compare_exchange_strong(
+                                         last, now_ms, std::memory_order_relaxed)) {
+            const auto since = rejected - shared_->rejected_logged.exchange(rejected);
+            spdlog::warn(
+                "HTTP auth: {} CONNECTs refused as busy since the last report (client '{}' "
+                "now): {} requests in flight (maxParallelRequestsCount)",
+                since, request.client_id, previous);
+        }
+        // Load shedding, not a failure of the endpoint: it never counts toward the circuit
+        // breaker, which would lock every client out because of a flood (auth_result::shed);
+        // the CONNECT is refused with Server busy.
+        auto busy =
+            make_deny(std::string(unavailable_prefix) + "too many pending auth requests", false);
+        busy.shed = true;
+        done(std::move(busy));
         return;
     }
     client_.request(

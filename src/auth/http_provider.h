@@ -14,9 +14,11 @@
 //              not JSON is ignored (a plain "OK" is common); an unknown clientType falls back
 //              to the default (logged).
 //   401/403  → deny, bad credentials.
-//   other status, transport error, timeout, invalid rule pattern in the answer, more than
-//   max_parallel_requests in flight → deny (fail closed) with a reason starting with
-//   `unavailable_prefix` (provider_support.h), which the authenticator's circuit breaker reads.
+//   other status, transport error, timeout, invalid rule pattern in the answer → deny (fail
+//   closed) with a reason starting with `unavailable_prefix` (provider_support.h), counted by
+//   the authenticator's circuit breaker.
+//   more than max_parallel_requests in flight → the same deny marked `shed` (load shedding:
+//   Server busy for the client, never counted by the breaker); one log line a second at most.
 //
 // Lifecycle: construct with valid options (the constructor throws std::invalid_argument naming
 // the offending key: start-up only), authenticate() any number of times, stop() (also run by

@@ -187,6 +187,9 @@ TEST(http_provider, requests_beyond_the_parallel_limit_are_refused_and_counted) 
     EXPECT_EQ(third->outcome, verdict::deny);
     EXPECT_TRUE(is_provider_unavailable(*third));
     EXPECT_NE(third->reason.find("too many pending auth requests"), std::string::npos);
+    // Shed, not failed: a flood must not open the circuit breaker for everyone.
+    EXPECT_TRUE(third->shed);
+    EXPECT_FALSE(third->failed);
     EXPECT_EQ(provider.rejected_overload(), 1u);
 
     auto f1 = p1.get_future();
