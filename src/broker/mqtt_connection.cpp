@@ -1,5 +1,6 @@
 #include "broker/mqtt_connection.h"
 
+#include "base/log_throttle.h"
 #include "broker/broker_core.h"
 #include "broker/client_actor.h"
 #include "mqtt/encoder.h"
@@ -286,12 +287,22 @@ void mqtt_connection::refuse_unauthorized(const mqtt::connect& c, mqtt::reason_c
 void mqtt_connection::refuse_connect(mqtt::protocol_version version, mqtt::reason_code code,
                                      std::string_view why, std::string_view client_id) {
     refused_ = true;
-    if (client_id.empty()) {
-        spdlog::info("client refused: address={} reason={} ({})", remote_address_,
-                     mqtt::to_string(code), why);
-    } else {
-        spdlog::info("client refused: id={} address={} reason={} ({})", client_id, remote_address_,
-                     mqtt::to_string(code), why);
+    // Refusals come before authentication: a flood of them is logged 20 lines a second at
+    // most (each let-through line counts those held back), with the client id clipped.
+    static base::log_throttle refused_lines(20);
+    std::size_t held_back = 0;
+    if (refused_lines.admit(std::chrono::steady_clock::now(), held_back)) {
+        const std::string more = held_back == 0
+                                     ? std::string()
+                                     : fmt::format(" [{} more refusals not logged]", held_back);
+        if (client_id.empty()) {
+            spdlog::info("client refused: address={} reason={} ({}){}", remote_address_,
+                         mqtt::to_string(code), why, more);
+        } else {
+            spdlog::info("client refused: id={} address={} reason={} ({}){}",
+                         base::clipped_for_log(client_id), remote_address_, mqtt::to_string(code),
+                         why, more);
+        }
     }
     std::string out;
     mqtt::connack ack;
