@@ -1205,7 +1205,12 @@ if [[ -n "$py" ]]; then
         # shellcheck disable=SC2012
         for candidate in build/release/src/app/starlingd \
             $(ls -t build/*/src/app/starlingd 2>/dev/null); do
-            if [[ -x "$candidate" ]] && ! ldd "$candidate" 2>/dev/null | grep -qE 'lib(a|t|ub|l|m)san'; then
+            [[ -x "$candidate" ]] || continue
+            # ldd's whole output first: `ldd | grep -q` under pipefail fails when grep exits at
+            # the first match and ldd gets SIGPIPE — and the negation then took an ASan build
+            # for a clean one (a failure that came and went with the pipe's timing).
+            linked="$(ldd "$candidate" 2>/dev/null || true)"
+            if ! grep -qE 'lib(a|t|ub|l|m)san' <<<"$linked"; then
                 starlingd="$candidate"
                 break
             fi
