@@ -1,5 +1,7 @@
 #include "auth/http_provider.h"
 
+#include "base/log_throttle.h"
+
 #include <nlohmann/json.hpp>
 #include <openssl/evp.h>
 #include <spdlog/spdlog.h>
@@ -69,9 +71,7 @@ struct http_provider::shared {
     std::shared_ptr<const topic_rules> default_rules;
     std::atomic<std::size_t> in_flight{0};
     std::atomic<std::size_t> rejected{0};
-    // Refusals logged so far, as `rejected` stood at the last overload log line.
-    std::atomic<std::size_t> rejected_logged{0};
-    std::atomic<std::int64_t> last_overload_log_ms{0};
+    base::log_throttle overload_lines{1};
 };
 
 std::optional<std::string> http_provider_options::validation_error() const {
@@ -213,19 +213,14 @@ void http_provider::authenticate(const auth_request& request,
     const auto previous = shared_->in_flight.fetch_add(1, std::memory_order_relaxed);
     if (previous >= options_.max_parallel_requests) {
         shared_->in_flight.fetch_sub(1, std::memory_order_relaxed);
-        const auto rejected = shared_->rejected.fetch_add(1, std::memory_order_relaxed) + 1;
+        shared_->rejected.fetch_add(1, std::memory_order_relaxed);
         // One line a second at most: a flood must not turn into a flood of log lines.
-        const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                std::chrono::steady_clock::now().time_since_epoch())
-                                .count();
-        auto last = shared_->last_overload_log_ms.load(std::memory_order_relaxed);
-        if (now_ms - last >= 1000 && shared_->last_overload_log_ms.compare_exchange_strong(
-                                         last, now_ms, std::memory_order_relaxed)) {
-            const auto since = rejected - shared_->rejected_logged.exchange(rejected);
+        std::size_t held_back = 0;
+        if (shared_->overload_lines.admit(std::chrono::steady_clock::now(), held_back)) {
             spdlog::warn(
-                "HTTP auth: {} CONNECTs refused as busy since the last report (client '{}' "
-                "now): {} requests in flight (maxParallelRequestsCount)",
-                since, request.client_id, previous);
+                "HTTP auth: client '{}' refused as busy: {} requests in flight "
+                "(maxParallelRequestsCount); {} more refused since the last report",
+                base::clipped_for_log(request.client_id), previous, held_back);
         }
         // Load shedding, not a failure of the endpoint: it never counts toward the circuit
         // breaker, which would lock every client out because of a flood (auth_result::shed);

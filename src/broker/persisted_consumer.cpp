@@ -248,18 +248,13 @@ bool persisted_consumer::write_batch(std::vector<log_record>& records) {
         }
         by_client[rec.key].push_back(inbox_entry{std::move(rec.value), expires});
     }
-    std::mutex mutex;
-    std::condition_variable cv;
-    std::size_t outstanding = by_client.size();
-    bool ok = true;
+    ack_join join(by_client.size());
+    std::mutex appended_mutex;
     std::vector<std::string> appended;
     for (auto& [client_id, entries] : by_client) {
         core_.inbox().append(client_id, std::move(entries),
                              [&, id = client_id](result<device_inbox::append_result> r) {
-                                 std::lock_guard lock(mutex);
-                                 if (!r) {
-                                     ok = false;
-                                 } else {
+                                 if (r) {
                                      if (r.value().trimmed != 0) {
                                          // The trimmed messages were the oldest ones, of
                                          // whatever topics: only the client is known.
@@ -267,17 +262,13 @@ bool persisted_consumer::write_batch(std::vector<log_record>& records) {
                                              metrics::drop_reason::queue_trim, id, {},
                                              r.value().trimmed);
                                      }
+                                     std::lock_guard lock(appended_mutex);
                                      appended.push_back(id);
                                  }
-                                 if (--outstanding == 0) {
-                                     cv.notify_all();
-                                 }
+                                 join.complete(r.has_value());
                              });
     }
-    {
-        std::unique_lock lock(mutex);
-        cv.wait(lock, [&] { return outstanding == 0; });
-    }
+    const bool ok = join.wait();
     // Tell each grown inbox's owner — looked up only now, after the append: a session that
     // moved to another node while the copies were written is signalled there. Were the owner
     // looked up before the append, a move in between left the copies in the inbox with nobody
