@@ -140,12 +140,19 @@ result<verification_key> key_from_pem(std::string_view pem, std::string* why) {
     return describe(std::move(key), why);
 }
 
+// A string member, or "" when it is absent or not a string. (json::value() throws on a member
+// of another type, and a JWKS document is whatever the endpoint served.)
+std::string string_member(const nlohmann::json& object, const char* name) {
+    const auto it = object.find(name);
+    return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 result<verification_key> key_from_jwk(const nlohmann::json& jwk, std::string* why) {
     if (!jwk.is_object()) {
         return fail(why, "JWK is not an object");
     }
-    const std::string kty = jwk.value("kty", "");
-    if (jwk.contains("use") && jwk.value("use", "") != "sig") {
+    const std::string kty = string_member(jwk, "kty");
+    if (jwk.contains("use") && string_member(jwk, "use") != "sig") {
         return fail(why, "JWK use is not \"sig\"");
     }
     std::unique_ptr<OSSL_PARAM_BLD, param_bld_deleter> bld(OSSL_PARAM_BLD_new());
@@ -162,7 +169,7 @@ result<verification_key> key_from_jwk(const nlohmann::json& jwk, std::string* wh
         }
         key = key_from_params("RSA", bld.get());
     } else if (kty == "EC") {
-        const std::string crv = jwk.value("crv", "");
+        const std::string crv = string_member(jwk, "crv");
         const char* group = nullptr;
         std::size_t size = 0;
         if (crv == "P-256") {
@@ -204,7 +211,7 @@ result<verification_key> key_from_jwk(const nlohmann::json& jwk, std::string* wh
     if (!out) {
         return out;
     }
-    out->kid = jwk.value("kid", "");
+    out->kid = string_member(jwk, "kid");
     // A JWK that names its algorithm may verify only that one.
     if (const auto alg = jwk.find("alg"); alg != jwk.end() && alg->is_string()) {
         const auto name = alg->get<std::string>();
@@ -232,7 +239,7 @@ result<std::vector<verification_key>> keys_from_jwks(std::string_view body, std:
         auto key = key_from_jwk(jwk, &reason);
         if (!key) {
             spdlog::warn("JWKS: skipping key '{}': {}",
-                         jwk.is_object() ? jwk.value("kid", "") : std::string(), reason);
+                         jwk.is_object() ? string_member(jwk, "kid") : std::string(), reason);
             continue;
         }
         keys.push_back(std::move(*key));

@@ -79,19 +79,38 @@ std::optional<auth::credentials_spec> parse_spec(const std::string& body, std::s
         why = "body is not a JSON object";
         return std::nullopt;
     }
+    // A string member: absent → fallback; present but not a string → an error naming it.
+    // (json::value() would throw on the wrong type, and a handler must answer 400, not 500.)
+    auto member_text = [&why](const json& object, const char* key,
+                              const char* fallback) -> std::optional<std::string> {
+        const auto it = object.find(key);
+        if (it == object.end() || it->is_null()) {
+            return std::string(fallback);
+        }
+        if (!it->is_string()) {
+            why = std::string(key) + " must be a string";
+            return std::nullopt;
+        }
+        return it->get<std::string>();
+    };
     auth::credentials_spec spec;
-    spec.name = doc.value("name", "");
+    const auto name = member_text(doc, "name", "");
+    const auto type = member_text(doc, "clientType", "DEVICE");
+    const auto credentials_type = member_text(doc, "credentialsType", "");
+    if (!name || !type || !credentials_type) {
+        return std::nullopt;
+    }
+    spec.name = *name;
     if (spec.name.empty()) {
         why = "name is required";
         return std::nullopt;
     }
-    const auto type = doc.value("clientType", "DEVICE");
-    if (type != "DEVICE" && type != "APPLICATION") {
+    if (*type != "DEVICE" && *type != "APPLICATION") {
         why = "clientType must be DEVICE or APPLICATION";
         return std::nullopt;
     }
-    spec.type = type == "APPLICATION" ? client_type::application : client_type::device;
-    spec.credentials_type = doc.value("credentialsType", "");
+    spec.type = *type == "APPLICATION" ? client_type::application : client_type::device;
+    spec.credentials_type = *credentials_type;
     json value = doc.contains("credentialsValue") ? doc["credentialsValue"] : json::object();
     if (value.is_string()) {
         value = json::parse(value.get<std::string>(), nullptr, false);  // TBMQ sends a string
@@ -115,7 +134,13 @@ std::optional<auth::credentials_spec> parse_spec(const std::string& body, std::s
         }
     } else if (spec.credentials_type == auth::credentials_type_x509) {
         spec.cert_cn = text("certCnPattern");
-        spec.cert_cn_is_regex = value.value("certCnIsRegex", false);
+        if (auto it = value.find("certCnIsRegex"); it != value.end() && !it->is_null()) {
+            if (!it->is_boolean()) {
+                why = "credentialsValue.certCnIsRegex must be true or false";
+                return std::nullopt;
+            }
+            spec.cert_cn_is_regex = it->get<bool>();
+        }
         // One rule set for every CN (the YAML form); a full authRulesMapping is not taken here.
         if (auto it = value.find("authRules"); it != value.end() && it->is_object()) {
             rules = *it;

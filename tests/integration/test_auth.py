@@ -316,6 +316,21 @@ def test_credentials_rest_api(broker_factory, raw_client, uid):
     assert api(broker, "GET", path, token=None)[0] == 401
     assert api(broker, "GET", path, token="wrong")[0] == 401
     assert api(broker, "POST", path, {"clientType": "DEVICE"})[0] == 400  # no name
+    # Members of the wrong JSON type are a 400 naming the member, never a 500.
+    for body, member in (
+        ({"name": 1, "credentialsType": "MQTT_BASIC"}, "name"),
+        ({"name": "n", "clientType": True}, "clientType"),
+        (
+            {
+                "name": "n",
+                "credentialsType": "X_509",
+                "credentialsValue": {"certCnPattern": "gw", "certCnIsRegex": "gw-[0-9]+"},
+            },
+            "certCnIsRegex",
+        ),
+    ):
+        status, answer = api(broker, "POST", path, body)
+        assert status == 400 and member in answer["message"], (body, answer)
 
     status, saved = api(
         broker,

@@ -192,6 +192,22 @@ TEST(jwk, unusable_keys_are_rejected_with_a_reason) {
     j["use"] = "enc";
     EXPECT_FALSE(key_from_jwk(j, &why));
 
+    // Members of the wrong JSON type are refused with a reason, never thrown.
+    j = ec.jwk("e1");
+    j["kty"] = 7;
+    EXPECT_FALSE(key_from_jwk(j, &why));
+    j = ec.jwk("e1");
+    j["crv"] = nlohmann::json::array();
+    EXPECT_FALSE(key_from_jwk(j, &why));
+    j = ec.jwk("e1");
+    j["use"] = false;
+    EXPECT_FALSE(key_from_jwk(j, &why));
+    j = ec.jwk("e1");
+    j["kid"] = 1;
+    auto unnamed = key_from_jwk(j, &why);
+    ASSERT_TRUE(unnamed);
+    EXPECT_EQ(unnamed->kid, "");
+
     const auto rsa = key_pair::rsa();
     j = rsa.jwk("r1");
     j["alg"] = "ES256";
