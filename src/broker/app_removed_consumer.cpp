@@ -1,5 +1,6 @@
 #include "broker/app_removed_consumer.h"
 
+#include "base/retry_pacer.h"
 #include "broker/batch_offsets.h"
 #include "broker/broker_core.h"
 
@@ -25,6 +26,7 @@ status app_removed_consumer::start() {
         return consumer.error();
     }
     consumer_ = std::move(consumer.value());
+    stop_ = std::stop_source();
     running_.store(true, std::memory_order_release);
     thread_ = std::thread(&app_removed_consumer::run, this);
     return {};
@@ -34,6 +36,7 @@ void app_removed_consumer::stop() {
     if (!running_.exchange(false)) {
         return;
     }
+    stop_.request_stop();
     consumer_->wakeup();
     thread_.join();
     consumer_->close();
@@ -41,12 +44,17 @@ void app_removed_consumer::stop() {
 }
 
 void app_removed_consumer::run() {
+    base::retry_pacer pacer("sys.app.removed consumer");
+    const auto stop = stop_.get_token();
     while (running_.load(std::memory_order_acquire)) {
         auto polled = consumer_->poll(core_.cfg().poll_interval);
         if (!polled) {
-            spdlog::warn("sys.app.removed consumer: poll failed: {}", polled.error().message());
+            if (!pacer.failed("poll", polled.error().message(), stop)) {
+                break;
+            }
             continue;
         }
+        pacer.succeeded();
         auto& records = polled.value();
         if (records.empty()) {
             continue;

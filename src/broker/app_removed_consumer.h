@@ -1,8 +1,8 @@
 #pragma once
 
-// app_removed_consumer: reads sys.app.removed (ARCHITECTURE.md §5) and removes what a client that
-// stopped being an APPLICATION left behind: its msg.app.<clientId> topic (backlog and committed
-// offsets) and its APPLICATION context in the metadata store.
+// app_removed_consumer: reads sys.app.removed (docs/architecture.md §5) and removes what a client
+// that stopped being an APPLICATION left behind: its msg.app.<clientId> topic (backlog and
+// committed offsets) and its APPLICATION context in the metadata store.
 //
 // The record is written by application_session::remove(type_changed) on the node where the
 // client connected with its new type (key = client id, value = the topic name); that node has
@@ -23,6 +23,7 @@
 #include "starling/message_log.h"
 
 #include <atomic>
+#include <stop_token>
 #include <cstdint>
 #include <memory>
 #include <thread>
@@ -52,6 +53,7 @@ class app_removed_consumer {
 
     broker_core& core_;
     std::atomic<bool> running_{false};
+    std::stop_source stop_;  // ends the thread's retry wait at stop()
     std::unique_ptr<log_consumer> consumer_;
     std::thread thread_;
     std::atomic<std::uint64_t> removed_{0};

@@ -1,5 +1,6 @@
 #include "broker/application_delivery.h"
 
+#include "base/retry_pacer.h"
 #include "broker/broker_core.h"
 #include "broker/client_actor.h"
 
@@ -21,6 +22,7 @@ app_consumer::app_consumer(message_log& log, options opts, std::function<void()>
 app_consumer::~app_consumer() { stop(); }
 
 void app_consumer::start() {
+    stop_ = std::stop_source();
     running_.store(true, std::memory_order_release);
     thread_ = std::thread(&app_consumer::run, this);
 }
@@ -29,6 +31,7 @@ void app_consumer::stop() {
     if (!running_.exchange(false, std::memory_order_acq_rel)) {
         return;
     }
+    stop_.request_stop();
     {
         std::lock_guard lock(mutex_);
         if (consumer_) {
@@ -176,10 +179,20 @@ void app_consumer::refresh_ownership() {
 }
 
 void app_consumer::run() {
-    while (running_.load(std::memory_order_acquire) && !setup()) {
-        // The log refused an admin call (unreachable, stopping): retry until stopped.
-        std::this_thread::sleep_for(opts_.poll_interval);
+    const auto stop = stop_.get_token();
+    {
+        // A refused admin call (log unreachable, a topic still being created) is retried soon:
+        // a new APPLICATION session waits on this.
+        base::retry_pacer setup_pacer("APPLICATION consumer of " + opts_.topic,
+                                      {.first_delay = opts_.poll_interval,
+                                       .max_delay = std::chrono::milliseconds(1000)});
+        while (running_.load(std::memory_order_acquire) && !setup()) {
+            if (!setup_pacer.failed("setup", "the log refused the topic or consumer", stop)) {
+                break;
+            }
+        }
     }
+    base::retry_pacer pacer("APPLICATION consumer of " + opts_.topic);
     if (!consumer_) {
         return;
     }
@@ -202,11 +215,12 @@ void app_consumer::run() {
         // Rebalances happen inside poll(): what it returned belongs to the assignment now.
         refresh_ownership();
         if (!polled) {
-            spdlog::warn("APPLICATION consumer of {}: poll failed: {}", opts_.topic,
-                         polled.error().message());
-            std::this_thread::sleep_for(opts_.poll_interval);
+            if (!pacer.failed("poll", polled.error().message(), stop)) {
+                break;
+            }
             continue;
         }
+        pacer.succeeded();
         if (polled.value().empty()) {
             continue;
         }

@@ -1,6 +1,6 @@
 #pragma once
 
-// Persistent APPLICATION clients (ARCHITECTURE.md §3 step 5, §5; issue 4 §4).
+// Persistent APPLICATION clients (docs/architecture.md §3 step 5, §5; issue 4 §4).
 //
 // A persistent APPLICATION session keeps its QoS 1/2 copies in its own log topic
 // msg.app.<clientId> (1 partition) instead of the device inbox: the router produces there, and
@@ -53,6 +53,7 @@
 #include "starling/metadata_store.h"
 
 #include <atomic>
+#include <stop_token>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -118,6 +119,7 @@ class app_consumer {
     std::unique_ptr<log_consumer> consumer_;
     std::thread thread_;
     std::atomic<bool> running_{false};
+    std::stop_source stop_;  // ends the thread's retry wait at stop()
 
     std::mutex commit_mutex_;
     std::map<std::int32_t, std::int64_t> commit_targets_;  // guarded by commit_mutex_

@@ -1,5 +1,6 @@
 #include "broker/downlink_consumer.h"
 
+#include "base/retry_pacer.h"
 #include "broker/batch_offsets.h"
 #include "broker/broker_core.h"
 #include "broker/client_actor.h"
@@ -47,6 +48,7 @@ status downlink_consumer::start() {
         }
     }
     consumer_ = std::move(consumer.value());
+    stop_ = std::stop_source();
     running_.store(true, std::memory_order_release);
     thread_ = std::thread(&downlink_consumer::run, this);
     return {};
@@ -56,6 +58,7 @@ void downlink_consumer::stop() {
     if (!running_.exchange(false)) {
         return;
     }
+    stop_.request_stop();
     consumer_->wakeup();
     thread_.join();
     consumer_->close();
@@ -63,12 +66,17 @@ void downlink_consumer::stop() {
 }
 
 void downlink_consumer::run() {
+    base::retry_pacer pacer("downlink consumer");
+    const auto stop = stop_.get_token();
     while (running_.load(std::memory_order_acquire)) {
         auto polled = consumer_->poll(core_.cfg().poll_interval);
         if (!polled) {
-            spdlog::warn("downlink consumer: poll failed: {}", polled.error().message());
+            if (!pacer.failed("poll", polled.error().message(), stop)) {
+                break;
+            }
             continue;
         }
+        pacer.succeeded();
         auto& records = polled.value();
         if (records.empty()) {
             continue;

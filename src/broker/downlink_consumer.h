@@ -1,12 +1,12 @@
 #pragma once
 
 // downlink_consumer: cluster mode only. Reads this node's msg.downlink.basic.<node> topic, where
-// the routers of other nodes put the non-persistent copies (and QoS 0 copies) for clients
-// connected here (ARCHITECTURE.md §3 step 5), and hands each copy to the client's actor exactly
-// as a local router would: the QoS, retain flag and subscription identifiers were decided by the
-// sending router and travel in the record (proto::persisted_msg, key = client id). A copy for a
-// client that is no longer connected here, or whose channel or mailbox is full, is dropped and
-// counted (droppedMsgs offline / non_writable / mailbox_full), as a local copy would be.
+// the routers of other nodes put the non-persistent copies (and QoS 0 copies) for clients connected
+// here (docs/architecture.md §3 step 5), and hands each copy to the client's actor exactly as a
+// local router would: the QoS, retain flag and subscription identifiers were decided by the sending
+// router and travel in the record (proto::persisted_msg, key = client id). A copy for a client that
+// is no longer connected here, or whose channel or mailbox is full, is dropped and counted
+// (droppedMsgs offline / non_writable / mailbox_full), as a local copy would be.
 //
 // Offsets are committed per batch after the hand-off (non-persistent delivery is at most once
 // past the actor's mailbox, like the local path).
@@ -20,6 +20,7 @@
 #include "starling/message_log.h"
 
 #include <atomic>
+#include <stop_token>
 #include <cstdint>
 #include <memory>
 #include <thread>
@@ -48,6 +49,7 @@ class downlink_consumer {
 
     broker_core& core_;
     std::atomic<bool> running_{false};
+    std::stop_source stop_;  // ends the thread's retry wait at stop()
     std::unique_ptr<log_consumer> consumer_;
     std::thread thread_;
     std::atomic<std::uint64_t> delivered_{0};

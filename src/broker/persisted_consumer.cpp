@@ -1,5 +1,6 @@
 #include "broker/persisted_consumer.h"
 
+#include "base/retry_pacer.h"
 #include "broker/batch_offsets.h"
 #include "broker/broker_core.h"
 #include "broker/client_actor.h"
@@ -41,6 +42,7 @@ status persisted_consumer::start() {
         spdlog::info("{}: device-persisted-messages limit {} (cluster-wide)", opts_.topic,
                      ratelimit::to_string(cfg.device_persisted_limit));
     }
+    stop_ = std::stop_source();
     running_.store(true);
     for (std::int32_t i = 0; i < opts_.consumers; ++i) {
         consumer_spec spec;
@@ -65,6 +67,7 @@ void persisted_consumer::stop() {
     if (!running_.exchange(false)) {
         return;
     }
+    stop_.request_stop();
     for (auto& c : consumers_) {
         c->wakeup();
     }
@@ -79,27 +82,34 @@ void persisted_consumer::stop() {
 }
 
 void persisted_consumer::run(std::size_t index, log_consumer* consumer) {
-    auto backoff = std::chrono::milliseconds(100);
+    // Poll failures and store failures are separate runs: a poll that works between two
+    // refused writes must not reset the write backoff.
+    const auto name = fmt::format("{} consumer {}", opts_.topic, index);
+    base::retry_pacer poll_pacer(name);
+    base::retry_pacer write_pacer(name);
+    const auto stop = stop_.get_token();
     while (running_.load(std::memory_order_acquire)) {
         auto polled = consumer->poll(core_.cfg().poll_interval);
         if (!polled) {
-            spdlog::warn("{} consumer {}: poll failed: {}", opts_.topic, index,
-                         polled.error().message());
+            if (!poll_pacer.failed("poll", polled.error().message(), stop)) {
+                break;
+            }
             continue;
         }
+        poll_pacer.succeeded();
         auto& records = polled.value();
         if (records.empty()) {
             continue;
         }
         if (!write_batch(records)) {
+            // The store is down: re-read the batch once it may be back.
             rewind_batch(*consumer, records);
-            spdlog::warn("{} consumer {}: inbox write failed, retrying in {} ms", opts_.topic,
-                         index, backoff.count());
-            std::this_thread::sleep_for(backoff);  // retry backoff while the store is down
-            backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+            if (!write_pacer.failed("inbox write", "the device inbox refused the batch", stop)) {
+                break;
+            }
             continue;
         }
-        backoff = std::chrono::milliseconds(100);
+        write_pacer.succeeded();
         if (auto st = commit_batch(*consumer, records); !st) {
             spdlog::warn("{} consumer {}: commit failed: {}", opts_.topic, index,
                          st.error().message());

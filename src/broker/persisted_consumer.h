@@ -2,7 +2,7 @@
 
 // persisted_consumer: reads msg.persisted (one copy per persistent DEVICE subscriber, key =
 // client id) and writes each polled batch into the subscribers' device inboxes **first**, then
-// signals their actors to deliver (ARCHITECTURE.md §3, TBMQ's DeviceMsgQueueConsumer).
+// signals their actors to deliver (docs/architecture.md §3, TBMQ's DeviceMsgQueueConsumer).
 //
 // A batch is committed only after every inbox append succeeded; on a failure (store
 // unreachable) the consumer seeks back to the batch start and retries with backoff, so a
@@ -35,6 +35,7 @@
 #include "starling/message_log.h"
 
 #include <atomic>
+#include <stop_token>
 #include <memory>
 #include <string>
 #include <thread>
@@ -91,6 +92,7 @@ class persisted_consumer {
     std::unique_ptr<ratelimit::shared_limit> device_limit_;  // null: limit off
     std::atomic<bool> store_failure_logged_{false};
     std::atomic<bool> running_{false};
+    std::stop_source stop_;  // ends the threads' retry waits at stop()
     std::atomic<std::uint64_t> records_handled_{0};
     std::vector<std::unique_ptr<log_consumer>> consumers_;
     std::vector<std::thread> threads_;

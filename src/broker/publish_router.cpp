@@ -1,5 +1,6 @@
 #include "broker/publish_router.h"
 
+#include "base/retry_pacer.h"
 #include "broker/batch_offsets.h"
 #include "broker/broker_core.h"
 #include "broker/client_actor.h"
@@ -57,6 +58,7 @@ publish_router::~publish_router() { stop(); }
 
 status publish_router::start() {
     const auto& cfg = core_.cfg();
+    stop_ = std::stop_source();
     running_.store(true);
     for (std::int32_t i = 0; i < cfg.msg_all_consumers; ++i) {
         consumer_spec spec;
@@ -81,6 +83,7 @@ void publish_router::stop() {
     if (!running_.exchange(false)) {
         return;
     }
+    stop_.request_stop();
     for (auto& c : consumers_) {
         c->wakeup();
     }
@@ -98,12 +101,22 @@ void publish_router::run(std::size_t index, log_consumer* consumer) {
     routing::rcu_reader_registration rcu_reader;
     const auto poll_interval = core_.cfg().poll_interval;
     spdlog::debug("msg.all consumer {} started", index);
+    const auto name = fmt::format("msg.all consumer {}", index);
+    base::retry_pacer poll_pacer(name);
+    // A separate run (see persisted_consumer::run), with a short cap: copies for sessions
+    // that are online wait behind a re-read batch.
+    base::retry_pacer store_pacer(name, {.first_delay = std::chrono::milliseconds(100),
+                                         .max_delay = std::chrono::milliseconds(2000)});
+    const auto stop = stop_.get_token();
     while (running_.load(std::memory_order_acquire)) {
         auto polled = consumer->poll(poll_interval);
         if (!polled) {
-            spdlog::warn("msg.all consumer {}: poll failed: {}", index, polled.error().message());
+            if (!poll_pacer.failed("poll", polled.error().message(), stop)) {
+                break;
+            }
             continue;
         }
+        poll_pacer.succeeded();
         auto& records = polled.value();
         if (records.empty()) {
             continue;
@@ -123,12 +136,15 @@ void publish_router::run(std::size_t index, log_consumer* consumer) {
         if (b.failed != 0) {
             // The copies that failed were for persistent sessions; their log refused the write
             // (a storage failure). Re-read the batch rather than lose them.
-            spdlog::error("msg.all consumer {}: {} persisted copies failed; re-reading batch",
-                          index, b.failed);
             rewind_batch(*consumer, records);
-            std::this_thread::sleep_for(std::chrono::milliseconds(200));  // retry backoff
+            if (!store_pacer.failed("persisted copy",
+                                    fmt::format("{} of the batch refused; re-reading it", b.failed),
+                                    stop)) {
+                break;
+            }
             continue;
         }
+        store_pacer.succeeded();
         if (auto st = commit_batch(*consumer, records); !st) {
             spdlog::warn("msg.all consumer {}: commit failed: {}", index, st.error().message());
         }

@@ -1,6 +1,6 @@
 #pragma once
 
-// publish_router: the consume-and-route loop (ARCHITECTURE.md §3 steps 4–5).
+// publish_router: the consume-and-route loop (docs/architecture.md §3 steps 4–5).
 //
 // A pool of consumer threads (queue.msg-all.consumers-count), all in the consumer group
 // "msg-all-consumer-group", reads msg.all. For each record it matches the topic in the
@@ -29,6 +29,7 @@
 #include "starling/message_log.h"
 
 #include <atomic>
+#include <stop_token>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -87,6 +88,7 @@ class publish_router {
     broker_core& core_;
     metrics::routing_probe& probe_;
     std::atomic<bool> running_{false};
+    std::stop_source stop_;  // ends the threads' retry waits at stop()
     std::atomic<std::uint64_t> records_routed_{0};
     std::atomic<std::uint64_t> persisted_copies_{0};
     std::vector<std::unique_ptr<log_consumer>> consumers_;

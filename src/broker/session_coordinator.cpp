@@ -1,5 +1,6 @@
 #include "broker/session_coordinator.h"
 
+#include "base/retry_pacer.h"
 #include "broker/broker_core.h"
 #include "broker/client_actor.h"
 
@@ -102,6 +103,7 @@ status session_coordinator::start() {
     }
     handler_consumer_ = std::move(h.value());
     inbox_consumer_ = std::move(i.value());
+    stop_ = std::stop_source();
     running_.store(true, std::memory_order_release);
     handler_thread_ = std::thread(&session_coordinator::run_handler, this, handler_consumer_.get());
     inbox_thread_ = std::thread(&session_coordinator::run_inbox, this, inbox_consumer_.get());
@@ -112,6 +114,7 @@ status session_coordinator::start() {
 
 void session_coordinator::stop() {
     if (running_.exchange(false, std::memory_order_acq_rel)) {
+        stop_.request_stop();
         handler_consumer_->wakeup();
         inbox_consumer_->wakeup();
         handler_thread_.join();
@@ -459,6 +462,8 @@ void session_coordinator::session_left(const proto::client_disconnect& d) {
 void session_coordinator::run_handler(log_consumer* consumer) {
     const auto poll_interval = core_.cfg().poll_interval;
     std::set<std::int32_t> owned;
+    base::retry_pacer pacer("session-event handler");
+    const auto stop = stop_.get_token();
     while (running_.load(std::memory_order_acquire)) {
         if (handler_paused_.load(std::memory_order_acquire)) {
             handler_parked_.store(true, std::memory_order_release);
@@ -479,9 +484,12 @@ void session_coordinator::run_handler(log_consumer* consumer) {
         }
         owned = std::move(now_owned);
         if (!polled) {
-            spdlog::warn("session-event handler: poll failed: {}", polled.error().message());
+            if (!pacer.failed("poll", polled.error().message(), stop)) {
+                break;
+            }
             continue;
         }
+        pacer.succeeded();
         if (polled.value().empty()) {
             drained_.store(drain_generation, std::memory_order_release);
             continue;
@@ -527,12 +535,17 @@ void session_coordinator::log_reply_latency(const proto::session_event_response&
 
 void session_coordinator::run_inbox(log_consumer* consumer) {
     const auto poll_interval = core_.cfg().poll_interval;
+    base::retry_pacer pacer("session inbox");
+    const auto stop = stop_.get_token();
     while (running_.load(std::memory_order_acquire)) {
         auto polled = consumer->poll(poll_interval);
         if (!polled) {
-            spdlog::warn("session inbox: poll failed: {}", polled.error().message());
+            if (!pacer.failed("poll", polled.error().message(), stop)) {
+                break;
+            }
             continue;
         }
+        pacer.succeeded();
         std::map<topic_partition, std::int64_t> next;
         for (const auto& rec : polled.value()) {
             next[topic_partition{rec.topic, rec.partition}] = rec.offset + 1;

@@ -1,7 +1,7 @@
 #pragma once
 
-// session_coordinator: one live session per client id across the cluster, with the message log
-// as the only coordination (ARCHITECTURE.md §4). Used only in cluster mode (settings::cluster).
+// session_coordinator: one live session per client id across the cluster, with the message log as
+// the only coordination (docs/architecture.md §4). Used only in cluster mode (settings::cluster).
 //
 // Three roles, all on every node:
 //   - requester: a client actor's CONNECT becomes a session_event{CONNECTION_REQUEST} on
@@ -38,6 +38,7 @@
 #include "starling/message_log.h"
 
 #include <atomic>
+#include <stop_token>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -144,6 +145,7 @@ class session_coordinator {
     const std::string id_prefix_;
     std::atomic<std::uint64_t> next_request_{0};
     std::atomic<bool> running_{false};
+    std::stop_source stop_;  // ends the threads' retry waits at stop()
     std::atomic<bool> handler_paused_{false};
     std::atomic<bool> handler_parked_{false};
     // drain(): a generation requested, and the last one the handler saw an empty poll after.

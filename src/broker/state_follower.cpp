@@ -1,5 +1,6 @@
 #include "broker/state_follower.h"
 
+#include "base/retry_pacer.h"
 #include "broker/blocked_clients_log.h"
 #include "broker/broker_core.h"
 #include "broker/message.h"
@@ -325,6 +326,7 @@ status state_follower::start(std::vector<std::pair<topic_partition, std::int64_t
         }
     }
     consumer_ = std::move(consumer.value());
+    stop_ = std::stop_source();
     running_.store(true, std::memory_order_release);
     thread_ = std::thread(&state_follower::run, this);
     return {};
@@ -334,6 +336,7 @@ void state_follower::stop() {
     if (!running_.exchange(false)) {
         return;
     }
+    stop_.request_stop();
     consumer_->wakeup();
     thread_.join();
     consumer_->close();
@@ -343,12 +346,17 @@ void state_follower::stop() {
 void state_follower::run() {
     routing::rcu_reader_registration rcu_reader;  // trie writes want a registered thread
     spdlog::debug("state follower of node {} started", core_.cfg().node_id);
+    base::retry_pacer pacer("state follower");
+    const auto stop = stop_.get_token();
     while (running_.load(std::memory_order_acquire)) {
         auto polled = consumer_->poll(core_.cfg().poll_interval);
         if (!polled) {
-            spdlog::warn("state follower: poll failed: {}", polled.error().message());
+            if (!pacer.failed("poll", polled.error().message(), stop)) {
+                break;
+            }
             continue;
         }
+        pacer.succeeded();
         for (const auto& rec : polled.value()) {
             apply(rec);
             positions_[topic_partition{rec.topic, rec.partition}] = rec.offset + 1;

@@ -1,7 +1,7 @@
 #pragma once
 
 // state_follower: keeps a cluster node's mirror of the compacted state topics current after the
-// start-up snapshot (ARCHITECTURE.md §4) — client.session, client.subscriptions, msg.retained
+// start-up snapshot (docs/architecture.md §4) — client.session, client.subscriptions, msg.retained
 // and client.blocked.
 //
 // One consumer, manual assignment of every partition of the four topics (partition counts read
@@ -36,6 +36,7 @@
 #include "starling/message_log.h"
 
 #include <atomic>
+#include <stop_token>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -122,6 +123,7 @@ class state_follower {
 
     broker_core& core_;
     std::atomic<bool> running_{false};
+    std::stop_source stop_;  // ends the thread's retry wait at stop()
     std::unique_ptr<log_consumer> consumer_;
     std::thread thread_;
     std::atomic<std::uint64_t> applied_{0};
