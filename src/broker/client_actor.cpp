@@ -6,6 +6,7 @@
 #include "broker/session_coordinator.h"
 #include "mqtt/encoder.h"
 #include "mqtt/topic.h"
+#include "mqtt/topic_alias.h"
 #include "ratelimit/bandwidth_spec.h"
 
 #include "proto/starling.pb.h"
@@ -62,10 +63,8 @@ struct client_actor::connection_state {
     actor::timer_handle keep_alive_timer;
     std::uint16_t client_receive_max = 65535;
     std::uint32_t client_max_packet = 0;  // 0: no limit
-    std::uint16_t client_alias_max = 0;
     std::unordered_map<std::uint16_t, std::string> inbound_aliases;
-    std::unordered_map<std::string, std::uint16_t> outbound_aliases;
-    std::uint16_t next_outbound_alias = 1;
+    mqtt::outbound_topic_aliases outbound_aliases;  // server → client, up to the client's maximum
     std::optional<mqtt::will_message> will;
     bool will_suppressed = false;  // DISCONNECT 0x00 received
     client_type type = client_type::device;
@@ -289,7 +288,8 @@ void client_actor::on_connect(client_msg::connect&& m) {
     if (v5) {
         c->client_receive_max = p.properties.receive_maximum.value_or(65535);
         c->client_max_packet = p.properties.maximum_packet_size.value_or(0);
-        c->client_alias_max = p.properties.topic_alias_maximum.value_or(0);
+        c->outbound_aliases =
+            mqtt::outbound_topic_aliases(p.properties.topic_alias_maximum.value_or(0));
         c->wants_response_information = p.properties.request_response_information.value_or(0) == 1;
     }
     conn_ = std::move(c);
@@ -1402,17 +1402,18 @@ void client_actor::send_publish(const delivery& d, std::uint16_t packet_id, bool
     } else {
         h.properties = &m.properties;
     }
-    // Topic alias (server → client) for long topics, when the client allows aliases.
-    if (c.v5() && c.client_alias_max > 0 &&
+    // Topic alias (server → client) for long topics, when the client allows aliases: the first
+    // PUBLISH of a topic establishes one (the least recently used once all are taken), later
+    // ones send the alias alone. Recorded only once the PUBLISH goes out (below).
+    mqtt::outbound_topic_aliases::choice alias;
+    if (c.v5() && c.outbound_aliases.maximum() > 0 &&
         m.topic.size() >= core_.cfg().min_topic_length_for_alias) {
-        auto it = c.outbound_aliases.find(m.topic);
-        if (it != c.outbound_aliases.end()) {
-            h.topic_alias = it->second;
-            h.topic = {};
-        } else if (c.next_outbound_alias <= c.client_alias_max) {
-            h.topic_alias = c.next_outbound_alias;
-            c.outbound_aliases.emplace(m.topic, c.next_outbound_alias);
-            ++c.next_outbound_alias;
+        alias = c.outbound_aliases.choose(m.topic);
+        if (alias.alias != 0) {
+            h.topic_alias = alias.alias;
+            if (!alias.with_topic) {
+                h.topic = {};
+            }
         }
     }
     if (c.client_max_packet != 0 &&
@@ -1427,6 +1428,7 @@ void client_actor::send_publish(const delivery& d, std::uint16_t packet_id, bool
     std::string out;
     mqtt::encode_publish(out, c.version, h, m.payload);
     c.channel->send(std::move(out));
+    c.outbound_aliases.sent(m.topic, alias);
     core_.probe().publish_sent(static_cast<std::uint8_t>(d.qos));
 }
 

@@ -1,12 +1,20 @@
 """MQTT 5 topic aliases: client → server (mapping, re-mapping, invalid aliases) and
-server → client (only when the client allows them in CONNECT)."""
+server → client (only when the client allows them in CONNECT; the least recently used alias is
+re-established once the client's maximum is reached)."""
 
 from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 
 from starling_it import codec
 from starling_it.expect import assert_closed_for_error
+
+JS_DIR = Path(__file__).resolve().parent / "js"
 
 
 def _alias_publisher(broker, raw_client, client_id):
@@ -145,3 +153,56 @@ def test_server_uses_topic_aliases_for_repeated_long_topics(
         assert nxt.topic == "", "an established alias should replace the topic name"
         assert nxt.properties.get("topic_alias") == alias
         assert sub.resolve_topic(nxt) == long_topic
+
+
+@pytest.mark.starlingd_only(reason="Mosquitto 2.0 never sends topic aliases to clients (2.1 does)")
+def test_full_alias_table_reuses_the_least_recently_used_alias(
+    module_broker, raw_client, paho_client, topic
+):
+    """With Topic Alias Maximum 2 and three long topics, the third topic takes over the alias
+    of the least recently used one (sent with its topic, which re-maps it at the client), and a
+    topic whose alias was taken is established again rather than sent with a stale alias."""
+    sub = raw_client(module_broker, codec.MQTT5)
+    assert sub.connect(f"{topic}-sub", properties={"topic_alias_maximum": 2}).reason_code == 0
+    sub.subscribe(f"{topic}/#", 0)
+    pub = paho_client(module_broker, protocol=5)
+    t = [f"{topic}/" + "segment/" * 10 + f"t{i}" for i in range(3)]
+    order = [t[0], t[1], t[0], t[2], t[1], t[0], t[2]]
+    for i, name in enumerate(order):
+        pub.publish_and_wait(name, f"{i}", qos=1)
+    seen = []
+    for i, name in enumerate(order):
+        msg = sub.expect_publish()
+        assert sub.resolve_topic(msg) == name and msg.payload == f"{i}".encode()
+        seen.append((msg.topic != "", msg.properties.get("topic_alias")))
+    assert seen == [
+        (True, 1),   # t0 establishes 1
+        (True, 2),   # t1 establishes 2
+        (False, 1),  # t0 again: alias alone
+        (True, 2),   # t2 takes 2 from t1 (least recently used)
+        (True, 1),   # t1 takes 1 from t0 (least recently used)
+        (True, 2),   # t0 takes 2 from t2
+        (True, 1),   # t2 takes 1 from t1
+    ]
+
+
+@pytest.mark.parametrize("alias_max", [1, 3])
+def test_mqtt_js_resolves_every_aliased_topic(module_broker, topic, alias_max):
+    """A third-party client (MQTT.js) that accepts a few aliases, receiving more long topics
+    than it has aliases: every message arrives under its own topic, in order."""
+    node = shutil.which("node")
+    if node is None or not (JS_DIR / "node_modules" / "mqtt").is_dir():
+        pytest.skip("node or MQTT.js missing: run scripts/install-deps.sh (npm ci in js/)")
+    topics = [f"{topic}/" + "segment/" * 10 + f"t{i % 4}" for i in range(12)]
+    done = subprocess.run(
+        [node, str(JS_DIR / "alias_subscriber.mjs"), str(module_broker.port), topic,
+         str(alias_max), *topics],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["received"] == [{"topic": t, "payload": f"{i}"} for i, t in enumerate(topics)]
+    if module_broker.kind == "starlingd":
+        assert result["aliased"] == len(topics)  # every long topic went with an alias
