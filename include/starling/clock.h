@@ -1,7 +1,7 @@
 #pragma once
 
 // Clock port: every timer and expiry in the core reads time through this interface so tests
-// can inject a manual clock (STYLE.md rule 11). Two readings: a monotonic one for intervals
+// can inject a manual clock (docs/style.md rule 11). Two readings: a monotonic one for intervals
 // (keep-alive, retries) and wall time for expiry instants that must survive a restart.
 
 #include <chrono>

@@ -1,6 +1,6 @@
 #pragma once
 
-// Device-inbox port (ARCHITECTURE.md §2, §3): the per-client queue of QoS 1/2 messages for a
+// Device-inbox port (docs/architecture.md §2, §3): the per-client queue of QoS 1/2 messages for a
 // persistent DEVICE client. Every operation is atomic per client (Redis: one Lua script each).
 //
 // Adapters: embedded (in-process, persisted under data_dir) and Redis. Both pass

@@ -1,6 +1,6 @@
 #pragma once
 
-// Message-log port (ARCHITECTURE.md §2, §3, §5). The log is Starling's durability backbone and
+// Message-log port (docs/architecture.md §2, §3, §5). The log is Starling's durability backbone and
 // its only coordination mechanism: every PUBLISH is produced here and acknowledged to the client
 // only after the log acknowledged the write; consumers read it back and route.
 //

@@ -1,6 +1,6 @@
 #pragma once
 
-// Metadata-store port (ARCHITECTURE.md §2): client credentials, per-client session contexts
+// Metadata-store port (docs/architecture.md §2): client credentials, per-client session contexts
 // (inbound QoS 2 packet ids awaiting PUBREL; APPLICATION in-flight packet id ↔ offset maps),
 // the unauthorized-client log and key/value settings. Tables follow TBMQ's schema (versioned
 // SQL migrations, the same for SQLite and PostgreSQL).

@@ -1,6 +1,6 @@
 #pragma once
 
-// Shared-counters port (ARCHITECTURE.md §2, §8): cluster-wide counters and token buckets for
+// Shared-counters port (docs/architecture.md §2, §8): cluster-wide counters and token buckets for
 // rate limits, the throughput quota and session limits. Cluster adapter: Redis; embedded
 // adapter: in-process. Both pass tests/contract/shared_counters/. Callbacks run once on an
 // adapter thread and must not block.

@@ -1,6 +1,6 @@
 #pragma once
 
-// The dispatcher: a named pool of worker threads that run mailboxes with work (ARCHITECTURE.md
+// The dispatcher: a named pool of worker threads that run mailboxes with work (docs/architecture.md
 // §6). A mailbox that has work puts itself on the dispatcher's run queue once (it won the
 // free → busy compare-and-set); a worker takes it off, runs one turn, and the mailbox either
 // goes back to free or re-queues itself at the tail, behind every other mailbox with work.

@@ -1,6 +1,6 @@
 #pragma once
 
-// mailbox<Msg>: the queue-and-scheduling half of an actor (ARCHITECTURE.md §6).
+// mailbox<Msg>: the queue-and-scheduling half of an actor (docs/architecture.md §6).
 //
 // Structure. Two lock-free MPSC queues (mpsc_queue.h): *control* (connect, disconnect, stop,
 // timer ticks) and *normal* (everything else, bounded by `capacity`). Two flags make the whole
@@ -254,7 +254,7 @@ class mailbox final : public detail::schedulable,
         try {
             handler_(std::move(owned->value));
         } catch (...) {
-            // Handlers must not throw (STYLE.md rule 5); keep the worker and the actor alive.
+            // Handlers must not throw (docs/style.md rule 5); keep the worker and the actor alive.
             core_->stats().handler_failures.fetch_add(1, std::memory_order_relaxed);
             STARLING_BUG(false, "actor handler threw; message dropped");
         }

@@ -43,7 +43,7 @@ struct timer_handle {
 // callback in progress, then joins; timers still pending are dropped without firing, and later
 // schedule calls return an empty handle.
 //
-// Time: read through the clock port (ARCHITECTURE/STYLE rule 11), so a test can inject a
+// Time: read through the clock port (docs/style.md rule 11), so a test can inject a
 // manual clock: after moving it, call poke() to make the thread re-read it. With the real clock
 // nothing needs poking.
 //

@@ -1,6 +1,6 @@
 #pragma once
 
-// Three invariant checks, chosen by risk (STYLE.md rule 6):
+// Three invariant checks, chosen by risk (docs/style.md rule 6):
 //   STARLING_ASSERT(cond)  debug-only: provable invariants; compiled out in release.
 //   STARLING_PANIC(msg)    always on: states the process cannot continue from; aborts.
 //   STARLING_BUG(cond,msg) always on: logs and counts a bug in release, keeps running.

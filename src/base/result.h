@@ -1,6 +1,6 @@
 #pragma once
 
-// result<T>: a value or a std::error_code. The data path never throws (STYLE.md rule 5):
+// result<T>: a value or a std::error_code. The data path never throws (docs/style.md rule 5):
 // network input, log and store results come back as result<T>. Boost.System's result is used
 // rather than a home-grown one; std::expected arrives only with C++23.
 

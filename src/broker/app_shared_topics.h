@@ -1,7 +1,7 @@
 #pragma once
 
 // app_shared_topics: makes the msg.app.shared.<filter> topic of an APPLICATION shared
-// subscription exist before anyone writes or reads it (ARCHITECTURE.md §5).
+// subscription exist before anyone writes or reads it (docs/architecture.md §5).
 //
 // Partitions come from the operator's application_shared_subscription entity for the filter
 // (metadata store) when there is one, else from

@@ -1,7 +1,7 @@
 #pragma once
 
 // Persistence of the blocked-client rules in the compacted log topic client.blocked
-// (ARCHITECTURE.md §4-5; TBMQ's tbmq.client.blocked): one record per rule, key
+// (docs/architecture.md §4-5; TBMQ's tbmq.client.blocked): one record per rule, key
 // "<TYPE>|<value>" (TYPE one of CLIENT_ID, USERNAME, IP_ADDRESS, REGEX; an IP address in
 // canonical form), value a proto::blocked_client, empty value = the rule was removed.
 //

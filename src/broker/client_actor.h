@@ -1,6 +1,6 @@
 #pragma once
 
-// client_actor: the MQTT behaviour of one client id on this node (ARCHITECTURE.md §3, §4, §6).
+// client_actor: the MQTT behaviour of one client id on this node (docs/architecture.md §3, §4, §6).
 //
 // One actor per client id, shared by every connection that uses the id over time, so takeover,
 // session resumption, will delay and session expiry are decisions of a single writer. It owns

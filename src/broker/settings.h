@@ -89,7 +89,7 @@ struct settings {
     // msg.downlink.persisted.<node> topics (created at start if absent).
     std::int32_t downlink_partitions = 12;
 
-    // Cluster session coordination (ARCHITECTURE.md §4): partitions of
+    // Cluster session coordination (docs/architecture.md §4): partitions of
     // client.session.event.request, and how long a CONNECT waits for the session-event
     // handler's reply before it is refused with CONNACK 0x88 (v3: 0x03).
     std::int32_t session_event_partitions = 24;

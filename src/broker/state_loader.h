@@ -1,7 +1,7 @@
 #pragma once
 
 // Loads a compacted state topic (client.session, client.subscriptions, msg.retained) into a
-// key → latest value map before the node serves traffic (ARCHITECTURE.md §4).
+// key → latest value map before the node serves traffic (docs/architecture.md §4).
 //
 // Unlike TBMQ's marker record on partition 0 (issue #255: updates on other partitions were
 // silently missed), the loader reads the real partition count from the log, assigns every

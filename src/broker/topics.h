@@ -1,6 +1,6 @@
 #pragma once
 
-// Names of the log topics (ARCHITECTURE.md §5): "<prefix>.<name>", prefix "starling" unless
+// Names of the log topics (docs/architecture.md §5): "<prefix>.<name>", prefix "starling" unless
 // configured (TB_KAFKA_PREFIX).
 
 #include <string>
@@ -31,7 +31,7 @@ class topic_names {
     std::string client_subscriptions() const { return name("client.subscriptions"); }
     std::string client_blocked() const { return name("client.blocked"); }
 
-    // Cluster coordination (ARCHITECTURE.md §4): session events are keyed by client id so one
+    // Cluster coordination (docs/architecture.md §4): session events are keyed by client id so one
     // handler in the cluster sees every event of a client in order; replies, forced disconnects
     // and forwarded copies go to the topic of the node that must act on them.
     std::string session_event_request() const { return name("client.session.event.request"); }
@@ -48,7 +48,7 @@ class topic_names {
         return name("msg.downlink.persisted.") + node_id;
     }
 
-    // APPLICATION clients (ARCHITECTURE.md §5): one topic per persistent APPLICATION client,
+    // APPLICATION clients (docs/architecture.md §5): one topic per persistent APPLICATION client,
     // read by that client's own consumer group. See app_topic_suffix() for how a client id that
     // is not a valid Kafka topic name is mapped.
     std::string msg_app(std::string_view client_id) const {
@@ -59,8 +59,8 @@ class topic_names {
     }
     std::string sys_app_removed() const { return name("sys.app.removed"); }
 
-    // Shared APPLICATION subscriptions (ARCHITECTURE.md §5): one topic per topic filter, read by
-    // one consumer group per (share name, filter). Groups with the same filter and different
+    // Shared APPLICATION subscriptions (docs/architecture.md §5): one topic per topic filter, read
+    // by one consumer group per (share name, filter). Groups with the same filter and different
     // share names read the same topic, each in full.
     std::string msg_app_shared(std::string_view filter) const {
         return name("msg.app.shared.") + shared_topic_suffix(filter);

@@ -6,7 +6,7 @@
 // from the file behaves as if the file held the built-in "${ENV_NAME:default}" for it, so an
 // operator's environment still applies to a trimmed-down file.
 //
-// Loading runs once at start-up, so it reports problems by throwing config_error (STYLE.md
+// Loading runs once at start-up, so it reports problems by throwing config_error (docs/style.md
 // rule 5 allows exceptions there). Unknown keys only produce a warning, so a file written for
 // a newer version, or a TBMQ file, still loads.
 

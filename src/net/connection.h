@@ -22,7 +22,7 @@ namespace starling::net {
 class transport;
 
 struct connection_options {
-    // Outbound backpressure (ARCHITECTURE.md §8): above `high` queued bytes the connection is
+    // Outbound backpressure (docs/architecture.md §8): above `high` queued bytes the connection is
     // non-writable; it is writable again once the queue drains below `low` (or empties).
     std::size_t write_buffer_high_water_mark = 1280 * 1024;
     std::size_t write_buffer_low_water_mark = 640 * 1024;

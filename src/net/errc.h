@@ -1,6 +1,6 @@
 #pragma once
 
-// Error codes of the net module (STYLE.md rule 5: each module owns an errc enum with a
+// Error codes of the net module (docs/style.md rule 5: each module owns an errc enum with a
 // category). Socket-level failures keep their system codes (std::errc::connection_reset, ...);
 // these are the outcomes the module itself decides.
 

@@ -44,7 +44,7 @@ void io_pool::start() {
             thread_name.resize(std::min<std::size_t>(thread_name.size(), 15));
             pthread_setname_np(pthread_self(), thread_name.c_str());
             current_pool = this;
-            // Handlers must not throw (STYLE.md rule 5); an escaping exception is a bug and
+            // Handlers must not throw (docs/style.md rule 5); an escaping exception is a bug and
             // terminates, which beats an I/O thread silently gone.
             context_->run();
             current_pool = nullptr;

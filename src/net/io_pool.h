@@ -1,6 +1,6 @@
 #pragma once
 
-// io_pool: N threads running one shared Asio io_context (ARCHITECTURE.md §6: the I/O threads
+// io_pool: N threads running one shared Asio io_context (docs/architecture.md §6: the I/O threads
 // that serve every listener and connection). Asio stays out of this header: users that need
 // the context itself include <boost/asio/io_context.hpp>.
 

@@ -5,7 +5,7 @@
 // the broker writes one header at the start of each TCP connection naming the real client;
 // the listener parses it before any MQTT, TLS or WebSocket byte.
 //
-// Sans-I/O (STYLE.md rule 3): no sockets, no Asio. The listener feeds bytes as they arrive and
+// Sans-I/O (docs/style.md rule 3): no sockets, no Asio. The listener feeds bytes as they arrive and
 // gets `need_more`, the parsed `header`, or an error code; it closes the connection on error.
 //
 // Limits (the parser never buffers more than the header itself, and never more than these):

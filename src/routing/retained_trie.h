@@ -1,7 +1,7 @@
 #pragma once
 
-// The retained-message trie (ARCHITECTURE.md §7): topic -> value, searched in reverse -- given a
-// new subscription's filter, find every stored topic the filter matches.
+// The retained-message trie (docs/architecture.md §7): topic -> value, searched in reverse -- given
+// a new subscription's filter, find every stored topic the filter matches.
 //
 // Structure. One node per topic level, children keyed by exact segment in a hash map; a node
 // holds a value when a retained message was published to exactly its topic (and then also that

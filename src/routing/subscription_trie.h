@@ -1,6 +1,6 @@
 #pragma once
 
-// The subscription trie: which subscriptions match a PUBLISH topic (ARCHITECTURE.md §7).
+// The subscription trie: which subscriptions match a PUBLISH topic (docs/architecture.md §7).
 //
 // Structure. Every level of a topic filter is a node; the root stands for "no level yet".
 // A node holds

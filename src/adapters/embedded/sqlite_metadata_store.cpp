@@ -24,7 +24,7 @@ std::string_view client_type_name(client_type t) {
     return t == client_type::application ? "APPLICATION" : "DEVICE";
 }
 
-// Unknown or missing types read as DEVICE (ARCHITECTURE.md §4).
+// Unknown or missing types read as DEVICE (docs/architecture.md §4).
 client_type parse_client_type(std::string_view s) {
     return s == "APPLICATION" ? client_type::application : client_type::device;
 }

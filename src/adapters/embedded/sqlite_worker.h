@@ -4,7 +4,7 @@
 // order, from a bounded queue.
 //
 // Why a dedicated thread: every SQLite call blocks (file I/O, fsync on checkpoints), and no
-// blocking call may run on an I/O thread or in an actor turn (ARCHITECTURE.md §6). One thread
+// blocking call may run on an I/O thread or in an actor turn (docs/architecture.md §6). One thread
 // per database file also serializes all access to the connection, so the adapters need no
 // locks and every task sees the effects of the ones before it.
 //

@@ -1,7 +1,7 @@
 #pragma once
 
 // Error codes of the PostgreSQL metadata store, and the one place where libpqxx's exceptions
-// become error codes (STYLE.md rule 5: libpqxx reports everything by throwing, so each call
+// become error codes (docs/style.md rule 5: libpqxx reports everything by throwing, so each call
 // into it is wrapped and nothing escapes onto the data path).
 //
 // pg_errc values compare equal to the nearest std::errc condition, the same ones the SQLite

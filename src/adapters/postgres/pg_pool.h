@@ -4,7 +4,7 @@
 // connection, fed from per-thread queues that share one capacity.
 //
 // Why: every libpqxx call blocks (network round trips, server locks), and no blocking call may
-// run on an I/O thread or in an actor turn (ARCHITECTURE.md §6). One connection per thread
+// run on an I/O thread or in an actor turn (docs/architecture.md §6). One connection per thread
 // keeps each connection single-threaded, as libpq requires, without a lock around it.
 //
 // Ordering: post(key, ...) sends every task of a key to the same thread (key hash modulo N),

@@ -1,7 +1,7 @@
 #pragma once
 
 // Helpers shared by the port contract suites (device inbox, metadata store, shared counters):
-//   manual_clock  a clock the test moves by hand (STYLE.md rule 11)
+//   manual_clock  a clock the test moves by hand (docs/style.md rule 11)
 //   temp_dir      a fresh directory, removed with everything in it on destruction
 //   await<T>(f)   runs f(callback) and waits for the callback's value: adapters complete on
 //                 their own threads, so tests block on a future, never sleep. A callback that

@@ -1,4 +1,4 @@
-// Cluster session coordination (ARCHITECTURE.md §4): two or three broker::node instances in
+// Cluster session coordination (docs/architecture.md §4): two or three broker::node instances in
 // one process share one embedded message log (and one device inbox and metadata store, as
 // cluster nodes share Redis and PostgreSQL). Clients are fake channels, as in
 // client_actor_test.cpp. Every CONNECT goes through client.session.event.request, the handler

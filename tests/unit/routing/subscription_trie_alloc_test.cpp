@@ -1,4 +1,4 @@
-// match() must not allocate on the common path (ARCHITECTURE.md §7). This executable replaces
+// match() must not allocate on the common path (docs/architecture.md §7). This executable replaces
 // the global operator new to count the calling thread's allocations while a flag is up.
 
 #include "routing/subscription_trie.h"
