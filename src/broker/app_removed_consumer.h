@@ -23,9 +23,9 @@
 #include "starling/message_log.h"
 
 #include <atomic>
-#include <stop_token>
 #include <cstdint>
 #include <memory>
+#include <stop_token>
 #include <thread>
 
 namespace starling::broker {

@@ -183,9 +183,9 @@ void app_consumer::run() {
     {
         // A refused admin call (log unreachable, a topic still being created) is retried soon:
         // a new APPLICATION session waits on this.
-        base::retry_pacer setup_pacer("APPLICATION consumer of " + opts_.topic,
-                                      {.first_delay = opts_.poll_interval,
-                                       .max_delay = std::chrono::milliseconds(1000)});
+        base::retry_pacer setup_pacer(
+            "APPLICATION consumer of " + opts_.topic,
+            {.first_delay = opts_.poll_interval, .max_delay = std::chrono::milliseconds(1000)});
         while (running_.load(std::memory_order_acquire) && !setup()) {
             if (!setup_pacer.failed("setup", "the log refused the topic or consumer", stop)) {
                 break;

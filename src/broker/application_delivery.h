@@ -53,7 +53,6 @@
 #include "starling/metadata_store.h"
 
 #include <atomic>
-#include <stop_token>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -63,6 +62,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>

@@ -35,8 +35,8 @@
 #include "starling/message_log.h"
 
 #include <atomic>
-#include <stop_token>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <utility>

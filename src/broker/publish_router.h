@@ -29,10 +29,10 @@
 #include "starling/message_log.h"
 
 #include <atomic>
-#include <stop_token>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <thread>

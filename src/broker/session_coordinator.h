@@ -38,12 +38,12 @@
 #include "starling/message_log.h"
 
 #include <atomic>
-#include <stop_token>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <unordered_map>

@@ -36,13 +36,13 @@
 #include "starling/message_log.h"
 
 #include <atomic>
-#include <stop_token>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <thread>

@@ -64,7 +64,7 @@ TEST(outbound_topic_aliases, model_every_publish_resolves_to_its_topic_at_the_cl
         const auto maximum = static_cast<std::uint16_t>(1 + rng() % 6);
         const std::size_t topic_count = 1 + rng() % 12;
         outbound_topic_aliases aliases(maximum);
-        std::map<std::uint16_t, std::string> client;      // what the client maps
+        std::map<std::uint16_t, std::string> client;               // what the client maps
         std::vector<std::pair<std::string, std::uint16_t>> model;  // most recent first
         for (int step = 0; step < 400; ++step) {
             const std::string topic = "t/" + std::to_string(rng() % topic_count);
