@@ -14,6 +14,8 @@
 #include "broker/node.h"
 #include "metrics/registry.h"
 
+#include "reordering_log.h"
+
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -45,7 +47,10 @@ class embedded_node {
         metadata_ = std::move(
             adapters::embedded::sqlite_metadata_store::open(meta_opts, system_clock::instance())
                 .value());
-        node_ = std::make_unique<broker::node>(s, *log_, *inbox_, *metadata_, metrics_, 2);
+        // The node writes through a pass-through decorator that tests may ask to reorder
+        // acknowledgements (log_acks()).
+        log_acks_ = std::make_unique<reordering_log>(*log_);
+        node_ = std::make_unique<broker::node>(s, *log_acks_, *inbox_, *metadata_, metrics_, 2);
         node_->core().set_shared_counters(&counters_);
         before_start(node_->core());
         node_->start();
@@ -60,8 +65,9 @@ class embedded_node {
             node_.reset();
         }
         if (log_) {
-            log_->stop();
+            log_->stop();  // before the decorator goes: the log may still call its callbacks
         }
+        log_acks_.reset();
         if (inbox_) {
             inbox_->stop();
         }
@@ -78,11 +84,13 @@ class embedded_node {
     broker::broker_core& core() { return node_->core(); }
     adapters::embedded::embedded_device_inbox& inbox() { return *inbox_; }
     adapters::embedded::embedded_shared_counters& counters() { return counters_; }
+    reordering_log& log_acks() { return *log_acks_; }
 
   private:
     std::filesystem::path dir_;
     metrics::registry& metrics_;
     std::unique_ptr<adapters::embedded::embedded_message_log> log_;
+    std::unique_ptr<reordering_log> log_acks_;
     std::unique_ptr<adapters::embedded::embedded_device_inbox> inbox_;
     std::unique_ptr<adapters::embedded::sqlite_metadata_store> metadata_;
     adapters::embedded::embedded_shared_counters counters_{system_clock::instance()};
