@@ -14,7 +14,7 @@
 //       index (client_id)            -> a client's messages in seq order (rowid is the suffix)
 //       unique (client_id, packet_id) -> remove / mark_pubrel, and no id used twice.
 //
-// Semantics (TBMQ's Redis scripts, tbmq.md §3.1, minus its PUBREL-drops-TTL bug):
+// Semantics (TBMQ's Redis scripts, minus its PUBREL-drops-TTL bug):
 //   * append assigns packet ids 1..65535 continuing from last_packet_id and wrapping 65535 -> 1;
 //     an id still held by a pending message is skipped (MQTT forbids two in-flight messages
 //     with one id; TBMQ overwrote the older one). Trimming first makes room, so a free id

@@ -3,7 +3,7 @@
 // The device inbox's Lua scripts: one per port operation, each atomic on Redis. Loaded with
 // SCRIPT LOAD at connect and called with EVALSHA (NOSCRIPT: load again, retry once).
 //
-// Key layout (TBMQ's, tbmq.md §3.1, so operators recognise it; `P` = the configured prefix):
+// Key layout (TBMQ's, so operators recognise it; `P` = the configured prefix):
 //   P{clientId}_messages            ZSET   member = message key name, score = arrival sequence
 //                                          (max score + 1: oldest first by score)
 //   P{clientId}_messages_<packetId> STRING "<pubrel 0|1>|<expires_at_ms>|<record bytes>",
