@@ -324,6 +324,27 @@ def context_files(rules):
                        or any(n.startswith(rel(d) + "/") or "*" in n for n in literal_negations)]
 
 
+def required_pkg_config_modules(cmake_file=None):
+    """pkg-config modules cmake/dependencies.cmake requires outside if(STARLING_BUILD_TESTS)."""
+    cmake_file = cmake_file or os.path.join(ROOT, "cmake/dependencies.cmake")
+    modules, depth_in_tests, depth = [], None, 0
+    for line in open(cmake_file):
+        code = line.split("#")[0].strip()
+        if re.match(r"if\s*\(", code):
+            depth += 1
+            if "STARLING_BUILD_TESTS" in code and depth_in_tests is None:
+                depth_in_tests = depth
+        elif re.match(r"endif\s*\(", code):
+            if depth_in_tests == depth:
+                depth_in_tests = None
+            depth -= 1
+        m = re.match(r"pkg_check_modules\(\s*\w+\s+REQUIRED\s+(?:IMPORTED_TARGET\s+)?(.+?)\)",
+                     code)
+        if m and depth_in_tests is None:
+            modules += [w for w in m.group(1).split() if not w.isupper()]  # skip keywords
+    return modules
+
+
 def check_dockerfile(path, ignore_path):
     ins = dockerfile_instructions(path)
     froms = [(s, a) for s, w, a in ins if w == "FROM"]
@@ -381,6 +402,22 @@ def check_dockerfile(path, ignore_path):
     for pkg in stages.get(0, []):
         if pkg not in known:
             problem(f"Dockerfile: build package {pkg} is not in scripts/install-deps.sh")
+    # Every pkg-config module the daemon's build requires comes from a build-stage package
+    # (the image builds without tests: modules under if(STARLING_BUILD_TESTS) do not count).
+    # The package is the one that owns the module's .pc file on this machine.
+    build = set(stages.get(0, []))
+    for module in required_pkg_config_modules():
+        pc = subprocess.run(["pkg-config", "--path", module], capture_output=True, text=True)
+        if pc.returncode != 0 or not pc.stdout.strip():
+            problem(f"pkg-config module {module} (cmake/dependencies.cmake) is not installed "
+                    "here: run scripts/install-deps.sh")
+            continue
+        owner = subprocess.run(["dpkg", "-S", pc.stdout.strip()], capture_output=True,
+                               text=True)
+        package = owner.stdout.split(":")[0].strip() if owner.returncode == 0 else ""
+        if package and package not in build:
+            problem(f"Dockerfile: the build stage lacks {package} (pkg-config {module}, "
+                    "required by cmake/dependencies.cmake)")
     size = sum(os.path.getsize(os.path.join(ROOT, f)) for f in files)
     if size > 50 * 1024 * 1024:
         problem(f"build context is {size >> 20} MiB: {ignore_path} lets too much through")
@@ -1192,6 +1229,9 @@ fi
 if [[ -n "$py" ]]; then
     run_check "Dockerfile structure, COPY sources vs Dockerfile.dockerignore, build packages" \
         deploycheck check_dockerfile docker/Dockerfile docker/Dockerfile.dockerignore
+    sed 's/librdkafka-dev //' docker/Dockerfile >"$work/bad-build.Dockerfile"
+    expect_reject "build-stage package check (a -dev package CMake requires removed)" \
+        deploycheck check_dockerfile "$work/bad-build.Dockerfile" docker/Dockerfile.dockerignore
     if command -v apt-cache >/dev/null && grep -q '^VERSION_CODENAME=bookworm' /etc/os-release 2>/dev/null; then
         run_check "Dockerfile packages exist in Debian bookworm" \
             deploycheck check_packages_exist docker/Dockerfile
