@@ -21,6 +21,7 @@
 #include "broker/session_limits.h"
 #include "broker/session_registry.h"
 #include "broker/settings.h"
+#include "broker/subscription_mirror.h"
 #include "broker/topics.h"
 #include "metrics/broker_probe.h"
 #include "metrics/log_probe.h"
@@ -137,47 +138,38 @@ class broker_core {
     void set_coordinator(session_coordinator* c) { coordinator_ = c; }
     session_coordinator* coordinator() const { return coordinator_; }
 
-    // Cluster mode: an actor that lost its session to another node removed its trie entries;
-    // the state follower then puts back the mirrored entries of the new owner, which it had to
-    // keep out while the local ones existed (local entries win). Set once before start.
-    void set_subscriptions_dropped_hook(std::function<void(const std::string&)> hook) {
-        subscriptions_dropped_hook_ = std::move(hook);
-    }
-    // Cluster mode: runs `done` once this node's mirror holds every client.subscriptions record
-    // written so far for the client (state_follower::after_subscriptions_caught_up); at once
-    // when no follower is set.
-    using subscriptions_barrier = std::function<void(const std::string&, std::function<void()>)>;
-    void set_subscriptions_barrier(subscriptions_barrier barrier) {
-        subscriptions_barrier_ = std::move(barrier);
-    }
+    // Cluster mode: the mirror of the other nodes' subscriptions (the state follower). Set by
+    // broker::node before start; null in embedded mode. The three calls below go to it.
+    void set_subscription_mirror(subscription_mirror* mirror) { mirror_ = mirror; }
+
+    // Runs `done` once this node's mirror holds every client.subscriptions record written so
+    // far for the client; at once without a mirror.
     void after_subscriptions_caught_up(const std::string& client_id,
                                        std::function<void()> done) const {
-        if (subscriptions_barrier_) {
-            subscriptions_barrier_(client_id, std::move(done));
+        if (mirror_ != nullptr) {
+            mirror_->after_caught_up(client_id, std::move(done));
         } else {
             done();
         }
     }
+    // An actor that lost its session to another node removed its trie entries: the mirrored
+    // entries of the new owner, kept out while the local ones existed, go back.
     void subscriptions_dropped(const std::string& client_id) const {
-        if (subscriptions_dropped_hook_) {
-            subscriptions_dropped_hook_(client_id);
+        if (mirror_ != nullptr) {
+            mirror_->local_entries_dropped(client_id);
         }
     }
-    // Cluster mode: an actor whose session moved to `new_owner` hands its trie entries over
-    // instead of removing them: each becomes a mirrored entry of the new owner in one trie
-    // operation (state_follower::hand_over), so a message this node routes during the move
-    // still finds the session. Removing them left a gap until the new owner's subscription
-    // record reached this node's mirror: the copies routed meanwhile matched nobody and were
-    // lost, although acknowledged. Without a hook (embedded mode) the entries are removed.
-    using handed_subscriptions = std::vector<std::pair<std::string, routing::subscription>>;
-    void set_subscriptions_handover_hook(
-        std::function<void(const std::string&, handed_subscriptions, const std::string&)> hook) {
-        subscriptions_handover_hook_ = std::move(hook);
-    }
+    // An actor whose session moved to `new_owner` hands its trie entries over instead of
+    // removing them: each becomes a mirrored entry of the new owner in one trie operation, so a
+    // message this node routes during the move still finds the session. Removing them left a
+    // gap until the new owner's subscription record reached this node's mirror: the copies
+    // routed meanwhile matched nobody and were lost, although acknowledged. Without a mirror
+    // (embedded mode) the entries are removed.
+    using handed_subscriptions = subscription_mirror::handed_subscriptions;
     void hand_over_subscriptions(const std::string& client_id, handed_subscriptions subs,
                                  const std::string& new_owner) {
-        if (subscriptions_handover_hook_) {
-            subscriptions_handover_hook_(client_id, std::move(subs), new_owner);
+        if (mirror_ != nullptr) {
+            mirror_->hand_over(client_id, std::move(subs), new_owner);
             return;
         }
         for (const auto& [filter, sub] : subs) {
@@ -211,10 +203,7 @@ class broker_core {
     std::atomic<bool> stopping_{false};
     std::mutex warm_mutex_;
     std::unordered_set<std::string> warm_topics_;
-    std::function<void(const std::string&)> subscriptions_dropped_hook_;
-    std::function<void(const std::string&, handed_subscriptions, const std::string&)>
-        subscriptions_handover_hook_;
-    subscriptions_barrier subscriptions_barrier_;
+    subscription_mirror* mirror_ = nullptr;
     auth::authenticator* authenticator_ = nullptr;
     const auth::blocked_clients* blocked_ = nullptr;
     starling::shared_counters* shared_counters_ = nullptr;

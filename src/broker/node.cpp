@@ -35,21 +35,7 @@ node::node(settings cfg, message_log& log, device_inbox& inbox, metadata_store& 
                         .forward = false});
         coordinator_ = std::make_unique<session_coordinator>(*core_);
         core_->set_coordinator(coordinator_.get());
-        core_->set_subscriptions_barrier(
-            [follower = follower_.get()](const std::string& client_id, std::function<void()> done) {
-                follower->after_subscriptions_caught_up(client_id, std::move(done),
-                                                        std::chrono::seconds(5));
-            });
-        core_->set_subscriptions_dropped_hook(
-            [follower = follower_.get()](const std::string& client_id) {
-                follower->reapply_subscriptions(client_id);
-            });
-        core_->set_subscriptions_handover_hook(
-            [follower = follower_.get()](const std::string& client_id,
-                                         broker_core::handed_subscriptions subs,
-                                         const std::string& new_owner) {
-                follower->hand_over(client_id, std::move(subs), new_owner);
-            });
+        core_->set_subscription_mirror(follower_.get());
     }
 }
 

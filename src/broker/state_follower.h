@@ -32,6 +32,7 @@
 // alive until it is detached (attach_blocked(nullptr)) or the follower stopped.
 
 #include "base/result.h"
+#include "broker/subscription_mirror.h"
 #include "routing/subscription.h"
 #include "starling/message_log.h"
 
@@ -55,10 +56,10 @@ namespace starling::broker {
 class broker_core;
 class blocked_clients_log;
 
-class state_follower {
+class state_follower final : public subscription_mirror {
   public:
     explicit state_follower(broker_core& core);
-    ~state_follower();
+    ~state_follower() override;
     state_follower(const state_follower&) = delete;
     state_follower& operator=(const state_follower&) = delete;
 
@@ -89,14 +90,21 @@ class state_follower {
     // called when a local actor dropped its own entries, which had kept the mirror out.
     void reapply_subscriptions(const std::string& client_id);
 
+    // subscription_mirror, for broker_core's actors: the catch-up wait is bounded at 5 s.
+    void after_caught_up(const std::string& client_id, std::function<void()> done) override {
+        after_subscriptions_caught_up(client_id, std::move(done), std::chrono::seconds(5));
+    }
+    void local_entries_dropped(const std::string& client_id) override {
+        reapply_subscriptions(client_id);
+    }
+
     // A local actor's session moved to `new_owner`: its entries (`subs`, owner_node set to the
     // new owner) replace the local ones in the trie, each in one operation, and become the
     // client's mirrored set, which the new owner's own record then updates like any other.
     // When that record was applied already (kept out by the local entries), it is the newer
     // truth: it replaces the local entries instead, and local ones it lacks are removed.
-    void hand_over(const std::string& client_id,
-                   std::vector<std::pair<std::string, routing::subscription>> subs,
-                   const std::string& new_owner);
+    void hand_over(const std::string& client_id, handed_subscriptions subs,
+                   const std::string& new_owner) override;
 
     // Records applied (own echoes skipped are not counted). For tests and logs.
     std::uint64_t applied() const { return applied_.load(std::memory_order_acquire); }
