@@ -33,6 +33,13 @@ class outbound_topic_aliases {
     };
 
     explicit outbound_topic_aliases(std::uint16_t maximum = 0) : maximum_(maximum) {}
+    // Move-only: the index holds views of the strings in the list, which a move keeps (the
+    // nodes stay where they are) and a copy would leave pointing into the original.
+    outbound_topic_aliases(outbound_topic_aliases&&) noexcept = default;
+    outbound_topic_aliases& operator=(outbound_topic_aliases&&) noexcept = default;
+    outbound_topic_aliases(const outbound_topic_aliases&) = delete;
+    outbound_topic_aliases& operator=(const outbound_topic_aliases&) = delete;
+    ~outbound_topic_aliases() = default;
 
     [[nodiscard]] std::uint16_t maximum() const { return maximum_; }
     [[nodiscard]] std::size_t size() const { return recency_.size(); }
