@@ -33,7 +33,7 @@ for dir in tests/fuzz/*/; do
     log="build/fuzz/${target}.log"
     echo "fuzzing ${target} for ${seconds}s"
     if "$bin" -max_total_time="$seconds" -print_final_stats=1 "$scratch" "${dir}corpus" >"$log" 2>&1; then
-        execs="$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')"
+        execs="$(grep -ao 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')"  # -a: the log holds raw input bytes
         echo "  ${target}: ${execs:-?} executions, no crash"
         cases+="<testcase name=\"${target}\" classname=\"fuzz\"><system-out>${execs:-0} executions</system-out></testcase>"
     else
