@@ -146,12 +146,45 @@ void broker_core::delete_session(const std::string& client_id, std::function<voi
                  });
 }
 
-void broker_core::write_subscriptions(const std::string& client_id, std::string serialized_set,
-                                      std::function<void(status)> done) {
-    log_.produce(topics_.client_subscriptions(), client_id, std::move(serialized_set),
-                 origin_headers(), [done = std::move(done)](result<produce_ack> r) {
-                     done(r ? status{} : status{r.error()});
-                 });
+void broker_core::write_subscription_records(const std::string& client_id,
+                                             std::vector<subscription_records::record> records,
+                                             std::function<void(status)> done) {
+    if (records.empty()) {
+        done(status{});
+        return;
+    }
+    // One partition for all of a client's records: their order is the set's history, and the
+    // follower's catch-up barrier waits on that partition (state_follower).
+    std::int32_t partitions = subscription_partitions_.load(std::memory_order_acquire);
+    if (partitions <= 0) {
+        auto count = log_.partition_count(topics_.client_subscriptions());
+        partitions = count && count.value() > 0 ? count.value() : 1;
+        subscription_partitions_.store(partitions, std::memory_order_release);
+    }
+    const std::int32_t partition = partition_for_key(client_id, partitions);
+    auto join = std::make_shared<join_state>(static_cast<int>(records.size()), std::move(done));
+    for (auto& [key, value] : records) {
+        log_.produce(topics_.client_subscriptions(), std::move(key), std::move(value),
+                     origin_headers(),
+                     [join](result<produce_ack> r) { join->complete(r ? std::error_code{} : r.error()); },
+                     partition);
+    }
+}
+
+void broker_core::clear_subscriptions(const std::string& client_id,
+                                      std::vector<std::string> entry_record_keys) {
+    std::vector<subscription_records::record> records;
+    records.reserve(entry_record_keys.size() + 1);
+    records.emplace_back(client_id, std::string());
+    for (auto& key : entry_record_keys) {
+        records.emplace_back(std::move(key), std::string());
+    }
+    write_subscription_records(client_id, std::move(records), [client_id](status st) {
+        if (!st) {
+            spdlog::warn("client.subscriptions: clearing the set of '{}' failed: {}", client_id,
+                         st.error().message());
+        }
+    });
 }
 
 std::vector<log_header> broker_core::origin_headers() const {

@@ -20,6 +20,7 @@
 #include "broker/retained_store.h"
 #include "broker/session_limits.h"
 #include "broker/session_registry.h"
+#include "broker/subscription_records.h"
 #include "broker/settings.h"
 #include "broker/subscription_mirror.h"
 #include "broker/topics.h"
@@ -101,9 +102,16 @@ class broker_core {
     // Writes the client's session record to client.session (empty value = tombstone).
     void write_session(const session_record& record, std::function<void(status)> done);
     void delete_session(const std::string& client_id, std::function<void(status)> done);
-    // Writes the client's whole subscription set to client.subscriptions.
-    void write_subscriptions(const std::string& client_id, std::string serialized_set,
-                             std::function<void(status)> done);
+    // Writes records of the client's subscription set to client.subscriptions, in order, all to
+    // the client's partition (subscription_records.h); `done` runs once all were acknowledged,
+    // or with the first failure. No records: `done` runs at once.
+    void write_subscription_records(const std::string& client_id,
+                                    std::vector<subscription_records::record> records,
+                                    std::function<void(status)> done);
+    // Ends the client's subscription set: a tombstone on its base record, and on the entry
+    // records named in `entry_record_keys` (the others become garbage, collected later).
+    void clear_subscriptions(const std::string& client_id,
+                             std::vector<std::string> entry_record_keys = {});
 
     // The origin-node header (topics.h) every state record of this node carries.
     std::vector<log_header> origin_headers() const;
@@ -201,6 +209,8 @@ class broker_core {
     retained_store retained_;
     session_registry sessions_;
     std::atomic<bool> stopping_{false};
+    // client.subscriptions partition count, read once (write_subscription_records).
+    std::atomic<std::int32_t> subscription_partitions_{0};
     std::mutex warm_mutex_;
     std::unordered_set<std::string> warm_topics_;
     subscription_mirror* mirror_ = nullptr;

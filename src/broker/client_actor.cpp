@@ -23,15 +23,6 @@ namespace {
 constexpr std::uint32_t session_never_expires = 0xFFFFFFFF;
 constexpr std::size_t pre_connack_limit = 1000;
 
-std::string subscription_key(std::string_view group, std::string_view filter) {
-    std::string key;
-    key.reserve(group.size() + filter.size() + 1);
-    key.append(group);
-    key.push_back('\0');
-    key.append(filter);
-    return key;
-}
-
 std::string_view version_name(mqtt::protocol_version v) {
     switch (v) {
         case mqtt::protocol_version::v3_1:
@@ -496,15 +487,22 @@ void client_actor::on_cluster_connect_reply(std::uint64_t channel_id, const std:
             // acknowledged it; this node's mirror may not have applied it yet. Adopt once the
             // follower caught up (CONNACK does not wait: the client is told its session exists,
             // and the subscriptions follow within the follower's lag).
+            adopting_subscriptions_ = true;
             core_.after_subscriptions_caught_up(client_id_, [self = shared_from_this()] {
-                self->post([](client_actor& a) { a.adopt_subscriptions(); });
+                self->post([](client_actor& a) {
+                    a.adopt_subscriptions();
+                    a.adopting_subscriptions_ = false;
+                    if (a.conn_) {
+                        a.release_held();
+                    }
+                });
             });
             session_exists_ = true;
             persistent_ = true;
         } else {
             // A clean start replaces a session held elsewhere: its queued messages and
             // subscriptions end with it.
-            core_.write_subscriptions(client_id_, std::string(), [](status) {});
+            core_.clear_subscriptions(client_id_);
             core_.inbox().clear(client_id_, [](status) {});
             core_.metadata().delete_session_context(client_id_, [](status) {});
         }
@@ -609,6 +607,8 @@ void client_actor::drop_local_session(const std::string& new_owner) {
         expiry_timer_ = {};
     }
     ++expiry_generation_;
+    // Whoever holds the session next writes its own generation of the set.
+    subscriptions_journal_.restart();
     if (!new_owner.empty() && !subscriptions_.empty()) {
         // The session continues on `new_owner`: its entries here become that node's mirrored
         // ones without a moment in between where a message routed here would match nobody.
@@ -664,7 +664,7 @@ void client_actor::adopt_subscriptions() {
             sub.subscription_id = ts.subscription_id();
         }
         // A SUBSCRIBE the client sent after its CONNACK, before this ran, is newer: it wins.
-        if (subscriptions_.contains(subscription_key(sub.share_group, sub.filter))) {
+        if (subscriptions_.contains(subscription_records::entry_key(sub.share_group, sub.filter))) {
             continue;
         }
         add_subscription(std::move(sub));
@@ -674,8 +674,10 @@ void client_actor::adopt_subscriptions() {
     }
     spdlog::info("client {}: adopted {} subscriptions from the session's previous node", client_id_,
                  parsed.subscriptions_size());
-    // This node is now the set's single writer: its record (origin = this node) is what the
-    // other nodes mirror, routing to this node from now on.
+    // This node is now the set's single writer: its records (origin = this node) are what the
+    // other nodes mirror, routing to this node from now on. A new generation: the records in
+    // the log are the previous node's.
+    subscriptions_journal_.restart();
     write_subscriptions([](status) {});
     app_sync_shared();
 }
@@ -743,7 +745,7 @@ routing::subscription client_actor::trie_entry(const stored_subscription& sub) c
 
 void client_actor::add_subscription(stored_subscription sub) {
     core_.trie().subscribe(sub.filter, trie_entry(sub));
-    auto key = subscription_key(sub.share_group, sub.filter);
+    auto key = subscription_records::entry_key(sub.share_group, sub.filter);
     subscriptions_.insert_or_assign(std::move(key), std::move(sub));
 }
 
@@ -1648,7 +1650,7 @@ void client_actor::on_subscribe(mqtt::subscribe&& s) {
                                 .options = req.options,
                                 .subscription_id = sub_id};
         sub.options.qos = granted;
-        auto key = subscription_key(group, filter);
+        auto key = subscription_records::entry_key(group, filter);
         const bool existed = subscriptions_.contains(key);
         if (!existed && cfg.max_subscriptions_per_client != 0 &&
             subscriptions_.size() >= cfg.max_subscriptions_per_client) {
@@ -1744,7 +1746,7 @@ void client_actor::on_unsubscribe(mqtt::unsubscribe&& u) {
             group = shared->group;
             filter = shared->filter;
         }
-        auto it = subscriptions_.find(subscription_key(group, filter));
+        auto it = subscriptions_.find(subscription_records::entry_key(group, filter));
         if (it == subscriptions_.end()) {
             codes.push_back(mqtt::reason_code::no_subscription_existed);
             continue;
@@ -1765,21 +1767,19 @@ void client_actor::on_unsubscribe(mqtt::unsubscribe&& u) {
 }
 
 void client_actor::write_subscriptions(std::function<void(status)> done) {
-    proto::client_subscriptions set;
-    for (const auto& [key, sub] : subscriptions_) {
-        auto* ts = set.add_subscriptions();
-        ts->set_topic_filter(sub.filter);
-        ts->set_share_name(sub.share_group);
-        auto* opts = ts->mutable_options();
-        opts->set_qos(static_cast<std::uint32_t>(sub.options.qos));
-        opts->set_no_local(sub.options.no_local);
-        opts->set_retain_as_published(sub.options.retain_as_published);
-        opts->set_retain_handling(static_cast<std::uint32_t>(sub.options.retain_handling));
-        if (sub.subscription_id) {
-            ts->set_subscription_id(*sub.subscription_id);
-        }
-    }
-    core_.write_subscriptions(client_id_, set.SerializeAsString(), std::move(done));
+    auto records = subscriptions_journal_.records_for(client_id_, subscriptions_);
+    core_.write_subscription_records(
+        client_id_, std::move(records),
+        [self = shared_from_this(), done = std::move(done)](status st) {
+            if (!st) {
+                // The log may hold part of what the journal counts as written: the next write
+                // starts a new generation, whole.
+                spdlog::warn("client {}: writing its subscriptions failed: {}", self->client_id_,
+                             st.error().message());
+                self->post([](client_actor& a) { a.subscriptions_journal_.restart(); });
+            }
+            done(st);
+        });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2198,7 +2198,7 @@ void client_actor::end_session() {
     } else {
         core_.delete_session(client_id_, [](status) {});
     }
-    core_.write_subscriptions(client_id_, std::string(), [](status) {});
+    write_subscriptions([](status) {});  // subscriptions_ is empty now: ends the set
     if (had_persistent_state) {
         forget_inbox_state();
         core_.inbox().clear(client_id_, [](status) {});
@@ -2264,7 +2264,8 @@ void client_actor::restore_offline_session(std::uint32_t session_expiry_interval
                                            std::int64_t disconnected_at_ms,
                                            std::vector<stored_subscription> subscriptions,
                                            bool may_have_sent, std::function<void()> restored,
-                                           std::string session_id) {
+                                           std::string session_id,
+                                           std::uint64_t subscriptions_generation) {
     post([=, subs = std::move(subscriptions), restored = std::move(restored),
           session_id = std::move(session_id)](client_actor& a) mutable {
         a.session_id_ = std::move(session_id);
@@ -2278,6 +2279,8 @@ void client_actor::restore_offline_session(std::uint32_t session_expiry_interval
         for (auto& sub : subs) {
             a.add_subscription(std::move(sub));
         }
+        // This node's own records: later changes continue their generation.
+        a.subscriptions_journal_.adopt(subscriptions_generation, a.subscriptions_);
         a.limits_on_restored();
         const bool expired =
             session_expiry_interval != session_never_expires &&
@@ -2484,6 +2487,13 @@ bool client_actor::must_wait(const mqtt::packet& p) const {
     if (quota_charging_) {
         return true;
     }
+    // Subscriptions of a session taken over from another node are still being adopted: a
+    // SUBSCRIBE / UNSUBSCRIBE waits for them, or it would change (and write) a set that does
+    // not hold them yet — an UNSUBSCRIBE would then be undone by the adoption.
+    if (adopting_subscriptions_ &&
+        (std::holds_alternative<mqtt::subscribe>(p) || std::holds_alternative<mqtt::unsubscribe>(p))) {
+        return true;
+    }
     // At 3.1.1 the window counts the PUBLISHes not answered yet (PUBACK / PUBREC: the log
     // writes in progress). A QoS 2 exchange whose PUBREC went out no longer counts: the client
     // may well wait for every PUBREC before it sends any PUBREL.
@@ -2503,7 +2513,8 @@ void client_actor::hold_packet(mqtt::packet&& p) {
                             "too many packets behind a PUBLISH waiting for quota tokens");
         } else {
             disconnect_with(mqtt::reason_code::receive_maximum_exceeded,
-                            "too many packets behind a full inbound window");
+                            "too many packets behind a full inbound window or a session "
+                            "being adopted");
         }
         return;
     }

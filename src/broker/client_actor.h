@@ -28,6 +28,8 @@
 #include "broker/client_channel.h"
 #include "broker/message.h"
 #include "broker/session_limits.h"
+#include "broker/stored_subscription.h"
+#include "broker/subscription_journal.h"
 #include "mqtt/packet.h"
 #include "mqtt/protocol_version.h"
 #include "ratelimit/quota_lease.h"
@@ -115,13 +117,6 @@ using client_message =
                  client_msg::writability, client_msg::deliver, client_msg::inbox_signal,
                  client_msg::shutdown, client_msg::call>;
 
-struct stored_subscription {
-    std::string filter;       // stripped of $share/<group>/
-    std::string share_group;  // empty unless shared
-    mqtt::subscription_options options;
-    std::optional<std::uint32_t> subscription_id;
-};
-
 class client_actor : public std::enable_shared_from_this<client_actor> {
   public:
     // Use create(): the mailbox needs the actor's shared_ptr.
@@ -166,7 +161,8 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     void restore_offline_session(std::uint32_t session_expiry_interval,
                                  std::int64_t disconnected_at_ms,
                                  std::vector<stored_subscription> subscriptions, bool may_have_sent,
-                                 std::function<void()> restored, std::string session_id = {});
+                                 std::function<void()> restored, std::string session_id = {},
+                                 std::uint64_t subscriptions_generation = 0);
 
     // Cluster mode: the session-event handler moved the session `session_id` to `new_node_id`
     // (client.disconnect.<self>). If it is still this actor's session, the connection gets
@@ -343,6 +339,8 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     bool uncounted_ = false;
     std::uint32_t session_expiry_ = 0;
     std::map<std::string, stored_subscription> subscriptions_;  // key: group '\0' filter
+    // What of subscriptions_ is in client.subscriptions (writes carry the changes only).
+    subscription_journal subscriptions_journal_;
     // Some inherited subscriptions were dropped (authorize_inherited_subscriptions): stored
     // messages are checked against the remaining ones before they are delivered.
     bool check_stored_deliveries_ = false;
@@ -423,6 +421,10 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     std::deque<held_packet> held_;
     std::optional<client_msg::closed> deferred_close_;
     bool releasing_held_ = false;
+    // Cluster mode: the session came from another node and its subscriptions are adopted once
+    // this node's mirror caught up (bounded, adopt_subscriptions); SUBSCRIBE and UNSUBSCRIBE
+    // wait in held_ until then.
+    bool adopting_subscriptions_ = false;
     // A resumed persistent session's inbound QoS 2 ids are being loaded from the metadata
     // store: packets wait in pre_connack_ until they are known.
     bool inbound_qos2_loading_ = false;

@@ -3,6 +3,7 @@
 #include "base/countdown.h"
 #include "broker/client_actor.h"
 #include "broker/state_loader.h"
+#include "broker/subscription_records.h"
 
 #include "proto/starling.pb.h"
 #include <spdlog/spdlog.h>
@@ -118,8 +119,44 @@ status node::load_state(std::vector<std::pair<topic_partition, std::int64_t>>& f
         follow_from.insert(follow_from.end(), snap->next_offsets.begin(), snap->next_offsets.end());
     }
     auto& sessions = sessions_snapshot.value().state;
-    auto& subscriptions = subscriptions_snapshot.value().state;
-    const auto& subscription_origin = subscriptions_snapshot.value().origin;
+    // client.subscriptions holds base and entry records (subscription_records.h): fold them
+    // into each client's set; the entries no set owns any more are removed.
+    subscription_records::fold subscription_fold;
+    const auto dead_entries = subscription_fold.load(subscriptions_snapshot.value().state,
+                                                  subscriptions_snapshot.value().origin);
+    std::unordered_map<std::string, std::string> subscriptions;
+    std::unordered_map<std::string, std::string> subscription_origin;
+    for (const auto& client_id : subscription_fold.clients()) {
+        subscriptions.emplace(client_id, subscription_fold.serialized_set(client_id).value_or(""));
+        if (auto o = subscriptions_snapshot.value().origin.find(client_id);
+            o != subscriptions_snapshot.value().origin.end()) {
+            subscription_origin.emplace(client_id, o->second);
+        }
+    }
+    if (!dead_entries.empty()) {
+        spdlog::info("client.subscriptions: removing {} records of ended or replaced sets",
+                     dead_entries.size());
+        for (const auto& key : dead_entries) {
+            const auto parsed = subscription_records::parse_key(key);
+            const std::string client_id(parsed ? parsed->client_id : std::string_view(key));
+            core.write_subscription_records(client_id, {{key, std::string()}}, [](status) {});
+        }
+    }
+    // The entry records of a set this node ends at start-up.
+    auto entry_records_of = [&subscription_fold](const std::string& client_id) {
+        std::vector<std::string> keys;
+        proto::client_subscriptions set;
+        const auto generation = subscription_fold.generation_of(client_id);
+        if (generation != 0 && set.ParseFromString(
+                                   subscription_fold.serialized_set(client_id).value_or(""))) {
+            for (const auto& ts : set.subscriptions()) {
+                keys.push_back(subscription_records::entry_record_key(
+                    client_id, generation,
+                    subscription_records::entry_key(ts.share_name(), ts.topic_filter())));
+            }
+        }
+        return keys;
+    };
     const std::int64_t now = core.now_ms();
     std::size_t restored = 0;
     std::size_t mirrored = 0;
@@ -148,7 +185,7 @@ status node::load_state(std::vector<std::pair<topic_partition, std::int64_t>>& f
         if (!readable || !s.persistent()) {
             // A non-persistent session does not survive the node: forget it.
             core.delete_session(client_id, [](status) {});
-            core.write_subscriptions(client_id, std::string(), [](status) {});
+            core.clear_subscriptions(client_id, entry_records_of(client_id));
             subscriptions.erase(client_id);
             continue;
         }
@@ -194,7 +231,8 @@ status node::load_state(std::vector<std::pair<topic_partition, std::int64_t>>& f
         restores->add();
         actor->restore_offline_session(
             s.session_expiry_interval(), disconnected_at, std::move(subs),
-            was_connected || s.unacknowledged(), [restores] { restores->done(); }, s.session_id());
+            was_connected || s.unacknowledged(), [restores] { restores->done(); }, s.session_id(),
+            subscription_fold.generation_of(client_id));
         ++restored;
     }
     if (!restores->wait_until(std::chrono::steady_clock::now() + timeout)) {
@@ -210,7 +248,12 @@ status node::load_state(std::vector<std::pair<topic_partition, std::int64_t>>& f
             follower_->apply_subscriptions(client_id, value, written_by);
             continue;
         }
-        core.write_subscriptions(client_id, std::string(), [](status) {});
+        core.clear_subscriptions(client_id, entry_records_of(client_id));
+    }
+    if (follower_) {
+        // The follower continues the fold from the snapshot's end: an entry record of another
+        // node's set needs that set's base, which the snapshot held.
+        follower_->seed_subscriptions(std::move(subscription_fold));
     }
     spdlog::info(
         "restored {} persistent sessions, {} retained messages; mirrored {} sessions of "

@@ -383,16 +383,59 @@ void state_follower::apply(const log_record& rec) {
         apply_retained(rec.key, rec.value);
     } else if (rec.topic == t.client_blocked()) {
         apply_blocked(rec.key, rec.value);
+    } else if (rec.topic == t.client_subscriptions()) {
+        apply_subscription_record(rec, origin, own);
+        return;
     } else if (own) {
         return;  // session and subscription records this node's actors wrote
     } else if (rec.topic == t.client_session()) {
         apply_session(rec.key, rec.value, origin);
-    } else if (rec.topic == t.client_subscriptions()) {
-        apply_subscriptions(rec.key, rec.value, origin);
     } else {
         return;
     }
     applied_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+void state_follower::apply_subscription_record(const log_record& rec, std::string_view origin,
+                                               bool own) {
+    using subscription_records::fold;
+    auto folded = subscription_fold_.apply(rec.key, rec.value, origin);
+    std::vector<subscription_records::record> garbage;
+    switch (folded.what) {
+        case fold::outcome::unreadable:
+            spdlog::error("client.subscriptions: unreadable record (key of {} bytes) from node '{}' "
+                          "ignored",
+                          rec.key.size(), origin);
+            return;
+        case fold::outcome::dead:
+            // A late write to a set that ended or was replaced: the node that wrote the
+            // current base (or, with none, the late writer itself) removes it.
+            if (subscription_fold_.writer_of(folded.client_id) == core_.cfg().node_id ||
+                (own && subscription_fold_.generation_of(folded.client_id) == 0)) {
+                garbage.emplace_back(rec.key, std::string());
+            }
+            break;
+        case fold::outcome::unchanged:
+        case fold::outcome::incomplete:  // the mirror keeps the previous set until it is whole
+            break;
+        case fold::outcome::changed:
+            if (!own) {
+                apply_subscriptions(folded.client_id,
+                                    subscription_fold_.serialized_set(folded.client_id).value_or(""),
+                                    origin);
+                applied_.fetch_add(1, std::memory_order_acq_rel);
+            }
+            break;
+    }
+    if (own) {
+        // This node's base replaced or ended a generation: its entries are garbage.
+        for (auto& key : folded.superseded) {
+            garbage.emplace_back(std::move(key), std::string());
+        }
+    }
+    if (!garbage.empty()) {
+        core_.write_subscription_records(folded.client_id, std::move(garbage), [](status) {});
+    }
 }
 
 }  // namespace starling::broker

@@ -33,6 +33,7 @@
 
 #include "base/result.h"
 #include "broker/subscription_mirror.h"
+#include "broker/subscription_records.h"
 #include "routing/subscription.h"
 #include "starling/message_log.h"
 
@@ -69,6 +70,10 @@ class state_follower final : public subscription_mirror {
     void apply_subscriptions(const std::string& client_id, std::string_view value,
                              std::string_view origin);
     void apply_retained(const std::string& topic, std::string_view value);
+
+    // The client.subscriptions fold as of the start-up snapshot; records the follower reads
+    // continue it. Before start().
+    void seed_subscriptions(subscription_records::fold fold) { subscription_fold_ = std::move(fold); }
 
     // Where client.blocked records go from now on; the records read so far are applied first.
     void attach_blocked(blocked_clients_log* blocked);
@@ -128,6 +133,9 @@ class state_follower final : public subscription_mirror {
     void serve_barriers();
     void apply(const log_record& rec);
     void apply_blocked(const std::string& key, const std::string& value);
+    // One client.subscriptions record (own ones too: the fold needs every record, and this
+    // node collects the garbage its own writes make; docs/architecture.md §4).
+    void apply_subscription_record(const log_record& rec, std::string_view origin, bool own);
 
     broker_core& core_;
     std::atomic<bool> running_{false};
@@ -136,6 +144,8 @@ class state_follower final : public subscription_mirror {
     std::thread thread_;
     std::atomic<std::uint64_t> applied_{0};
     std::int32_t subscription_partitions_ = 0;
+    // Every client's set, folded from client.subscriptions (follower thread only).
+    subscription_records::fold subscription_fold_;
     // Next offset to apply per followed partition (follower thread only).
     std::map<topic_partition, std::int64_t> positions_;
     std::mutex barriers_mutex_;

@@ -147,6 +147,50 @@ def test_takeover_across_nodes(cluster, raw_client, uid):
     assert msg.payload == b"moved"
 
 
+def test_subscription_changes_follow_the_session_across_nodes(cluster, raw_client, uid):
+    """client.subscriptions carries each change, not the whole set: a set built on A one filter
+    at a time, changed on B after a takeover, reaches C — started afterwards, from its snapshot
+    — whole and exact. C then routes alone (A and B stopped), so what the client receives is
+    exactly what C restored. B gets the UNSUBSCRIBEs right after its CONNACK, while it may
+    still be adopting the set from A's records: they wait for the adoption, or it would undo
+    them."""
+    a, b = cluster(2)
+    first = raw_client(a)
+    assert first.connect(uid, **_persistent()).reason_code == 0
+    for i in range(10):
+        assert first.subscribe(f"f/{uid}/{i}", 1).reason_codes == [1]
+
+    second = raw_client(b)
+    assert second.connect(uid, **_persistent()).session_present
+    first.expect_disconnect()
+    for i in range(4):
+        second.unsubscribe(f"f/{uid}/{i}")
+    for i in range(2):
+        assert second.subscribe(f"n/{uid}/{i}", 1).reason_codes == [1]
+    second.disconnect()
+
+    c = cluster.add()
+    third = raw_client(c)
+    assert third.connect(uid, **_persistent()).session_present
+    pub = raw_client(c)
+    assert pub.connect(f"{uid}-pub").reason_code == 0
+    a.stop()
+    b.stop()
+    wait_routed(pub, third, f"n/{uid}/1", timeout=60)
+
+    kept = [f"f/{uid}/{i}" for i in range(4, 10)] + [f"n/{uid}/{i}" for i in range(2)]
+    for topic in [f"f/{uid}/{i}" for i in range(10)] + [f"n/{uid}/{i}" for i in range(2)]:
+        assert pub.publish(topic, b"x", qos=1).reason_code < 0x80
+    got = []
+    for _ in kept:
+        msg = third.expect_publish(timeout=30)
+        third.ack(msg)
+        got.append(msg.topic)
+    assert sorted(got) == sorted(kept)
+    with pytest.raises(TimeoutError):
+        third.expect_publish(timeout=1.0)
+
+
 def test_simultaneous_connects_leave_one_live_session(cluster, raw_client, uid):
     a, b = cluster(2)
     # Right after start-up, while the session-event handler group may still be settling (the

@@ -187,3 +187,31 @@ def test_acknowledged_messages_survive_restart(broker, raw_client, protocol, uid
         f"{len(missing)} of {len(acked)} acknowledged messages lost after SIGKILL; "
         f"first missing: {missing[:10]}"
     )
+
+
+@pytest.mark.mosquitto_xfail(
+    reason="Mosquitto writes its database every autosave_interval; a SUBACK is not durable"
+)
+def test_subscriptions_changed_one_at_a_time_survive_sigkill(broker, paho_client, uid):
+    """A session that subscribed 30 filters one SUBSCRIBE at a time and unsubscribed 10 (each
+    change is its own record on client.subscriptions, not the whole set again) comes back from
+    SIGKILL with exactly the 20 it kept — paho-mqtt on both ends."""
+    sub = paho_client(broker, client_id=uid, protocol=5, clean_start=False, session_expiry=600)
+    for i in range(30):
+        assert sub.subscribe(f"f/{uid}/{i}", qos=1) == [1]
+    for i in range(10):
+        sub.unsubscribe(f"f/{uid}/{i}")
+    sub.close()
+    broker.kill()
+    broker.start()
+
+    again = paho_client(
+        broker, client_id=uid, protocol=5, clean_start=False, session_expiry=600, connect=False
+    )
+    assert again.connect().session_present
+    pub = paho_client(broker, protocol=5)
+    for i in range(30):
+        pub.publish_and_wait(f"f/{uid}/{i}", str(i).encode(), qos=1)
+    got = sorted(int(m.payload) for m in again.expect_messages(20, timeout=15))
+    assert got == list(range(10, 30))
+    again.expect_no_message(within=1.0)

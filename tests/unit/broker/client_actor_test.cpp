@@ -183,6 +183,93 @@ TEST_F(broker_fixture, restored_subscriptions_are_in_the_trie_when_start_returns
     EXPECT_EQ(matched, sessions);
 }
 
+// client.subscriptions gets the change of each SUBSCRIBE / UNSUBSCRIBE, not the whole set again
+// (issue: O(n²) bytes for a client subscribing one filter at a time), and the set those records
+// describe is the one a restarted node restores — also after a second restart, once the restored
+// session changed it again (its writes continue the restored generation).
+TEST_F(broker_fixture, subscription_changes_are_written_as_changes_and_restored) {
+    const auto topic = node_->core().topics().client_subscriptions();
+    // Value bytes written to client.subscriptions so far (the whole topic, read back).
+    auto bytes_in_log = [&] {
+        auto& log = node_->core().log();
+        auto consumer = log.create_consumer(consumer_spec{.group_id = "probe-" + std::to_string(
+                                                              next_channel_id_++),
+                                                          .assignment = {{topic, 0}}});
+        EXPECT_TRUE(consumer);
+        const auto end = consumer.value()->end_offset({topic, 0}).value();
+        EXPECT_TRUE(consumer.value()->seek({topic, 0}, 0));
+        std::size_t bytes = 0;
+        std::int64_t next = 0;
+        while (next < end) {
+            auto polled = consumer.value()->poll(std::chrono::milliseconds(200));
+            EXPECT_TRUE(polled);
+            if (!polled) {
+                break;
+            }
+            for (const auto& rec : polled.value()) {
+                bytes += rec.value.size();
+                next = rec.offset + 1;
+            }
+        }
+        consumer.value()->close();
+        return bytes;
+    };
+    auto trie_matches = [&](const std::string& t) {
+        routing::rcu_reader_registration reader;
+        bool found = false;
+        node_->core().trie().match(t, [&](std::string_view, const routing::subscription& s) {
+            found = found || s.client_id == "dev";
+        });
+        return found;
+    };
+
+    auto dev = connect("dev", false, mqtt::protocol_version::v5, 3600);
+    constexpr int filters = 60;
+    const auto start = bytes_in_log();
+    for (int i = 0; i < filters; ++i) {
+        subscribe("dev", *dev, "f/" + std::to_string(i), mqtt::qos::at_least_once,
+                  static_cast<std::uint16_t>(i + 1));
+    }
+    // One topic_subscription is ~10 bytes here: as changes ~60 × 10; as whole sets it was
+    // 1 + 2 + … + 60 entries, ~18,000 bytes.
+    const auto written = bytes_in_log() - start;
+    EXPECT_LT(written, 60U * 20U) << written << " bytes for " << filters << " SUBSCRIBEs";
+    for (int i = 0; i < 20; ++i) {
+        send("dev", *dev,
+             mqtt::unsubscribe{.packet_id = static_cast<std::uint16_t>(100 + i),
+                               .filters = {"f/" + std::to_string(i)}});
+        EXPECT_EQ(dev->expect<mqtt::unsuback>().packet_id, 100 + i);
+    }
+    send("dev", *dev, mqtt::disconnect{});
+    ASSERT_TRUE(dev->wait_closed());
+
+    close();
+    open();
+    for (int i = 0; i < filters; ++i) {
+        EXPECT_EQ(trie_matches("f/" + std::to_string(i)), i >= 20) << "f/" << i;
+    }
+    // The restored session changes its set; a second restart restores that.
+    auto again = connect("dev", false, mqtt::protocol_version::v5, 3600, true);
+    send("dev", *again, mqtt::unsubscribe{.packet_id = 7, .filters = {"f/20"}});
+    EXPECT_EQ(again->expect<mqtt::unsuback>().packet_id, 7);
+    subscribe("dev", *again, "g/new", mqtt::qos::at_least_once, 8);
+    send("dev", *again, mqtt::disconnect{});
+    ASSERT_TRUE(again->wait_closed());
+    close();
+    open();
+    EXPECT_FALSE(trie_matches("f/20"));
+    EXPECT_TRUE(trie_matches("f/21"));
+    EXPECT_TRUE(trie_matches("g/new"));
+    // A clean start ends the set; a restart finds none.
+    auto clean = connect("dev", true, mqtt::protocol_version::v5, 3600);
+    send("dev", *clean, mqtt::disconnect{});
+    ASSERT_TRUE(clean->wait_closed());
+    close();
+    open();
+    EXPECT_FALSE(trie_matches("f/21"));
+    EXPECT_FALSE(trie_matches("g/new"));
+}
+
 // The client sent DISCONNECT (session expiry 0 ends the session) and reconnected at once: the
 // CONNECT (control lane) must not overtake that DISCONNECT (normal lane).
 TEST_F(broker_fixture, connect_after_disconnect_sees_the_disconnect_first) {

@@ -227,7 +227,8 @@ TEST_F(cluster_fixture, local_actor_entries_survive_records_of_another_node) {
     auto& b_core = cluster_.at("b").core();
     const auto before = cluster_.at("a").follower()->applied();
     std::promise<void> written;
-    b_core.write_subscriptions("dup", std::string(), [&](status) { written.set_value(); });
+    b_core.write_subscription_records("dup", {{"dup", std::string()}},
+                                      [&](status) { written.set_value(); });
     ASSERT_EQ(written.get_future().wait_for(5s), std::future_status::ready);
     std::promise<void> deleted;
     b_core.delete_session("dup", [&](status) { deleted.set_value(); });
