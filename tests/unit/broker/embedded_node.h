@@ -26,6 +26,10 @@ class embedded_node {
   public:
     embedded_node(std::filesystem::path dir, metrics::registry& metrics)
         : dir_(std::move(dir)), metrics_(metrics) {}
+
+    // The clock the node and its stores read (a testing::manual_clock for timed behaviour);
+    // before the first open(), and it must outlive this object.
+    void use_clock(const starling::clock& c) { clock_ = &c; }
     ~embedded_node() { close(); }
     embedded_node(const embedded_node&) = delete;
     embedded_node& operator=(const embedded_node&) = delete;
@@ -40,17 +44,18 @@ class embedded_node {
         adapters::embedded::embedded_device_inbox::options inbox_opts;
         inbox_opts.data_dir = dir_;
         inbox_ = std::move(
-            adapters::embedded::embedded_device_inbox::open(inbox_opts, system_clock::instance())
+            adapters::embedded::embedded_device_inbox::open(inbox_opts, *clock_)
                 .value());
         adapters::embedded::sqlite_metadata_store::options meta_opts;
         meta_opts.data_dir = dir_;
         metadata_ = std::move(
-            adapters::embedded::sqlite_metadata_store::open(meta_opts, system_clock::instance())
+            adapters::embedded::sqlite_metadata_store::open(meta_opts, *clock_)
                 .value());
         // The node writes through a pass-through decorator that tests may ask to reorder
         // acknowledgements (log_acks()).
         log_acks_ = std::make_unique<reordering_log>(*log_);
-        node_ = std::make_unique<broker::node>(s, *log_acks_, *inbox_, *metadata_, metrics_, 2);
+        node_ = std::make_unique<broker::node>(s, *log_acks_, *inbox_, *metadata_, metrics_, 2,
+                                               *clock_);
         node_->core().set_shared_counters(&counters_);
         before_start(node_->core());
         node_->start();
@@ -89,6 +94,7 @@ class embedded_node {
   private:
     std::filesystem::path dir_;
     metrics::registry& metrics_;
+    const starling::clock* clock_ = &system_clock::instance();
     std::unique_ptr<adapters::embedded::embedded_message_log> log_;
     std::unique_ptr<reordering_log> log_acks_;
     std::unique_ptr<adapters::embedded::embedded_device_inbox> inbox_;
