@@ -9,10 +9,12 @@
 #include "adapters/redis/redis_device_inbox.h"
 #include "adapters/redis/redis_shared_counters.h"
 #include "app/security.h"
+#include "broker/blocked_clients_log.h"
 #include "broker/mqtt_connection.h"
 #include "broker/node.h"
 #include "broker/topics.h"
 #include "http/actuator.h"
+#include "http/blocked_client_api.h"
 #include "http/credentials_api.h"
 #include "http/drops_api.h"
 #include "http/health.h"
@@ -289,6 +291,9 @@ struct daemon::parts {
     // Outlives the security parts: the JWT and HTTP providers hold its executor.
     std::unique_ptr<net::io_pool> io;
     security_parts security;  // outlives the node: its timers may hold the authenticator
+    // Blocked-client rules changed at runtime (/api/blockedClient), in client.blocked. Goes
+    // after the node (its follower applies records to it) and before the list it fills.
+    std::unique_ptr<broker::blocked_clients_log> blocked_log;
     std::unique_ptr<broker::node> node;
     // Every enabled MQTT listener ("tcp", "ssl", "ws", "wss"), in start order.
     std::vector<std::pair<std::string, std::unique_ptr<net::tcp_listener>>> mqtt;
@@ -433,6 +438,29 @@ void daemon::start() {
         p.security.jwt->start();  // JWKS: first fetch and the refresh timer
     }
     p.node->core().set_security(p.security.authenticator.get(), p.security.blocked.get());
+    // The rules of /api/blockedClient, on top of security.mqtt.blocked-clients (which are
+    // applied again at every start): in embedded mode read from client.blocked here; in
+    // cluster mode the state follower reads the topic from its start and keeps applying what
+    // any node writes, so a rule takes effect cluster-wide within the follower's lag.
+    p.blocked_log = std::make_unique<broker::blocked_clients_log>(
+        *p.log_port, p.node->core().topics().client_blocked(), *p.security.blocked);
+    if (p.kafka_log) {
+        p.node->follow_blocked(p.blocked_log.get());
+    } else {
+        if (auto st = p.blocked_log->create_topic(); !st) {
+            throw std::runtime_error("client.blocked: cannot create the topic: " +
+                                     st.error().message());
+        }
+        auto loaded = p.blocked_log->load(
+            p.node->core().topics().group(cfg_.service.id + "-blocked-" +
+                                          std::to_string(system_clock::instance().epoch_ms())),
+            std::chrono::seconds(30), system_clock::instance().epoch_ms());
+        if (!loaded) {
+            throw std::runtime_error("client.blocked: cannot load the rules: " +
+                                     loaded.error().message());
+        }
+        spdlog::info("blocked clients: {} rules loaded from client.blocked", loaded.value());
+    }
 
     // HTTP and MQTT listeners on the same I/O pool. With server.api.port the management API
     // gets a server (and connection slots) of its own; health and metrics stay on server.port.
@@ -456,6 +484,19 @@ void daemon::start() {
                                  p.security.authenticator.get(), cfg_.security.admin_token);
     http::add_drops_routes(api, p.metrics.broker().drops(), cfg_.security.admin_token);
     http::add_quota_routes(api, p.quota, cfg_.security.admin_token);
+    http::add_blocked_client_routes(
+        api, http::blocked_client_api{
+                 .list = *p.security.blocked,
+                 .put = [log = p.blocked_log.get()](auth::blocked_entry e,
+                                                    std::function<void(status)> done) {
+                     log->put(std::move(e), std::move(done));
+                 },
+                 .erase = [log = p.blocked_log.get()](auth::block_type type, std::string value,
+                                                      std::function<void(result<bool>)> done) {
+                     log->erase(type, value, std::move(done));
+                 },
+                 .now_ms = [] { return system_clock::instance().epoch_ms(); },
+                 .admin_token = cfg_.security.admin_token});
     p.http =
         std::make_unique<http::server>(p.io->context(), std::move(routes), http_options("http"));
     if (auto st = p.http->start(cfg_.server.address, cfg_.server.port); !st) {

@@ -10,8 +10,9 @@
 // was told about survives a restart. At start, load() reads the topic to its end (every
 // partition, see state_loader.h) into the list before the node serves traffic.
 //
-// Not done yet: following the topic after start-up, so a rule added on another node reaches
-// this one without a restart (a consumer like the msg.all ones, applying apply_record()).
+// In cluster mode the state follower reads the topic from offset 0 and applies every record
+// (node::follow_blocked), so a rule written on any node reaches every node without a restart;
+// in embedded mode load() at start is all there is to read.
 
 #include "auth/blocked_clients.h"
 #include "base/result.h"

@@ -3,6 +3,7 @@
 #include "http/api_support.h"
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <charconv>
@@ -102,9 +103,19 @@ std::variant<auth::blocked_entry, response> entry_from_body(const std::string& b
 }  // namespace
 
 void add_blocked_client_routes(router& routes, blocked_client_api api) {
+    if (api.admin_token.empty()) {
+        spdlog::info("blocked-client REST API disabled (security.admin-token is empty)");
+        return;
+    }
     auto shared = std::make_shared<blocked_client_api>(std::move(api));
+    auto unauthorized = [] {
+        return error_response(status_code::unauthorized, "missing or wrong bearer token");
+    };
 
-    routes.add(verb::get, std::string(path), [shared](const request& req) {
+    routes.add(verb::get, std::string(path), [shared, unauthorized](const request& req) {
+        if (!bearer_authorized(req, shared->admin_token)) {
+            return unauthorized();
+        }
         auto params = query_of(req);
         if (!params) {
             return error_response(status_code::bad_request, "query: malformed percent-encoding");
@@ -140,7 +151,12 @@ void add_blocked_client_routes(router& routes, blocked_client_api api) {
                               {"hasNext", last < total}});
     });
 
-    routes.add_async(verb::post, std::string(path), [shared](const request& req, responder done) {
+    routes.add_async(verb::post, std::string(path), [shared, unauthorized](const request& req,
+                                                                          responder done) {
+        if (!bearer_authorized(req, shared->admin_token)) {
+            done(unauthorized());
+            return;
+        }
         auto parsed = entry_from_body(req.body());
         if (auto* bad = std::get_if<response>(&parsed)) {
             done(std::move(*bad));
@@ -161,7 +177,12 @@ void add_blocked_client_routes(router& routes, blocked_client_api api) {
     });
 
     routes.add_async(
-        verb::delete_, std::string(path), [shared](const request& req, responder done) {
+        verb::delete_, std::string(path), [shared, unauthorized](const request& req,
+                                                                 responder done) {
+            if (!bearer_authorized(req, shared->admin_token)) {
+                done(unauthorized());
+                return;
+            }
             auto params = query_of(req);
             if (!params) {
                 done(error_response(status_code::bad_request, "query: malformed percent-encoding"));

@@ -11,10 +11,11 @@
 //   DELETE /api/blockedClient?type=&value=      200 when removed, 404 when there was none
 //
 // Writes go through `put` / `erase` (the client.blocked log, broker::blocked_clients_log) and
-// answer once the log acknowledged them; reads come from the in-memory list.
+// answer once the log acknowledged them; reads come from the in-memory list. In a cluster the
+// other nodes apply the record from client.blocked as their state follower reads it.
 //
-// NOT AUTHENTICATED: the daemon must register these routes only behind the /api/ JWT check
-// (not in the tree yet); anyone who reaches them can block or unblock any client.
+// Every route needs `Authorization: Bearer <admin_token>` (401 otherwise); with an empty
+// token the routes are not registered at all (as the other /api routes).
 
 #include "auth/blocked_clients.h"
 #include "base/result.h"
@@ -31,6 +32,7 @@ struct blocked_client_api {
     std::function<void(auth::blocked_entry, std::function<void(status)>)> put;
     std::function<void(auth::block_type, std::string, std::function<void(result<bool>)>)> erase;
     std::function<std::int64_t()> now_ms;  // wall clock, ms since the epoch
+    std::string admin_token;               // security.admin-token
 };
 
 // `api.list` and whatever put/erase reference must outlive the server the router goes into.

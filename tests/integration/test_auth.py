@@ -368,3 +368,37 @@ def test_credentials_rest_api(broker_factory, raw_client, uid):
 
 def test_rest_api_is_off_without_a_token(broker, raw_client):
     assert api(broker, "GET", "/api/mqtt/client/credentials")[0] == 404
+
+
+def test_blocked_client_rest_api_blocks_unblocks_and_keeps_rules(broker_factory, paho_client, uid):
+    """/api/blockedClient (TBMQ's paths and shapes): a rule refuses the next CONNECT at once,
+    survives a restart (client.blocked), and its removal lets the client in again — checked
+    with paho-mqtt, whose CONNACK reason the broker did not write for itself."""
+    broker = broker_factory(env={"SECURITY_ADMIN_TOKEN": "t0ken"})
+    path = "/api/blockedClient"
+    assert api(broker, "GET", path, token=None)[0] == 401
+    assert api(broker, "POST", path, {"type": "CLIENT_ID", "value": uid}, token="wrong")[0] == 401
+    status, rule = api(
+        broker,
+        "POST",
+        path,
+        {"type": "CLIENT_ID", "value": uid, "expirationTime": 0, "description": "by the test"},
+    )
+    assert status == 200 and rule["value"] == uid, rule
+    status, page = api(broker, "GET", f"{path}?pageSize=10&page=0")
+    assert status == 200 and [r["value"] for r in page["data"]] == [uid]
+
+    refused = paho_client(broker, client_id=uid, protocol=5, connect=False)
+    assert refused.connect(expect_success=False).reason_code == 0x8A  # Banned
+
+    broker.restart()
+    refused = paho_client(broker, client_id=uid, protocol=5, connect=False)
+    assert refused.connect(expect_success=False).reason_code == 0x8A, "rule lost in a restart"
+
+    assert api(broker, "DELETE", f"{path}?type=CLIENT_ID&value={uid}")[0] == 200
+    assert api(broker, "DELETE", f"{path}?type=CLIENT_ID&value={uid}")[0] == 404
+    allowed = paho_client(broker, client_id=uid, protocol=5, connect=False)
+    assert allowed.connect().reason_code == 0
+    broker.restart()
+    allowed = paho_client(broker, client_id=uid, protocol=5, connect=False)
+    assert allowed.connect().reason_code == 0, "the removal was lost in a restart"

@@ -191,6 +191,36 @@ def test_subscription_changes_follow_the_session_across_nodes(cluster, raw_clien
         third.expect_publish(timeout=1.0)
 
 
+def test_a_client_blocked_through_one_node_is_refused_by_every_node(
+    cluster, raw_client, uid
+):
+    """POST /api/blockedClient on A writes client.blocked; B and C apply it from the log (no
+    call between nodes) and refuse the client within the follower's lag; DELETE on C lets it
+    in again everywhere."""
+    from test_auth import api
+
+    nodes = cluster(3, SECURITY_ADMIN_TOKEN="t0ken")
+    assert api(nodes[0], "POST", "/api/blockedClient", {"type": "CLIENT_ID", "value": uid})[0] == 200
+
+    def refused_by(node, expect: bool) -> None:
+        deadline = time.monotonic() + 10
+        while True:
+            conn = raw_client(node)
+            code = conn.connect(uid).reason_code
+            conn.close()
+            if (code == 0x8A) == expect:
+                return
+            assert code in (0, 0x8A), code
+            assert time.monotonic() < deadline, f"{node}: CONNACK {code:#x}"
+            time.sleep(0.1)  # polling a condition with a deadline
+
+    for node in nodes:
+        refused_by(node, True)
+    assert api(nodes[2], "DELETE", f"/api/blockedClient?type=CLIENT_ID&value={uid}")[0] == 200
+    for node in nodes:
+        refused_by(node, False)
+
+
 def test_simultaneous_connects_leave_one_live_session(cluster, raw_client, uid):
     a, b = cluster(2)
     # Right after start-up, while the session-event handler group may still be settling (the

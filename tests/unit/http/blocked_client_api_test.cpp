@@ -35,12 +35,17 @@ class blocked_client_api_test : public ::testing::Test {
                                        ++writes_;
                                        done(list_.remove(t, v));
                                    },
-                               .now_ms = [] { return now; }});
+                               .now_ms = [] { return now; },
+                               .admin_token = "t0ken"});
     }
 
-    response call(verb method, std::string target, std::string body = {}) {
+    response call(verb method, std::string target, std::string body = {},
+                  std::string token = "t0ken") {
         request req{method, target, 11};
         req.body() = std::move(body);
+        if (!token.empty()) {
+            req.set("Authorization", "Bearer " + token);
+        }
         std::optional<response> out;
         routes_.dispatch(req, [&](response res) { out = std::move(res); });
         EXPECT_TRUE(out.has_value());
@@ -138,6 +143,33 @@ TEST_F(blocked_client_api_test, delete_needs_a_known_type_and_a_value) {
     EXPECT_EQ(call(verb::delete_, "/api/blockedClient?type=CLIENT_ID").result(),
               status_code::bad_request);
     EXPECT_EQ(writes_, 0);
+}
+
+TEST_F(blocked_client_api_test, every_route_needs_the_admin_token) {
+    for (const auto& token : {std::string(), std::string("wrong")}) {
+        EXPECT_EQ(call(verb::get, "/api/blockedClient", {}, token).result(),
+                  status_code::unauthorized);
+        EXPECT_EQ(call(verb::post, "/api/blockedClient",
+                       R"({"type":"CLIENT_ID","value":"x","expirationTime":0})", token)
+                      .result(),
+                  status_code::unauthorized);
+        EXPECT_EQ(call(verb::delete_, "/api/blockedClient?type=CLIENT_ID&value=x", {}, token)
+                      .result(),
+                  status_code::unauthorized);
+    }
+    EXPECT_EQ(writes_, 0);
+    EXPECT_TRUE(list_.list(now).empty());
+}
+
+TEST(blocked_client_api, without_an_admin_token_no_route_exists) {
+    router routes;
+    auth::blocked_clients list;
+    add_blocked_client_routes(routes, blocked_client_api{.list = list, .admin_token = ""});
+    request req{verb::get, "/api/blockedClient", 11};
+    std::optional<response> out;
+    routes.dispatch(req, [&](response res) { out = std::move(res); });
+    ASSERT_TRUE(out.has_value());
+    EXPECT_EQ(out->result(), status_code::not_found);
 }
 
 }  // namespace
