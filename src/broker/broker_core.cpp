@@ -155,11 +155,17 @@ void broker_core::write_subscription_records(const std::string& client_id,
     }
     // One partition for all of a client's records: their order is the set's history, and the
     // follower's catch-up barrier waits on that partition (state_follower).
+    // The count is read once (a metadata round trip on first use, as warm_topic); a failed read
+    // is not kept: this write goes to partition 0 and the next one reads again.
     std::int32_t partitions = subscription_partitions_.load(std::memory_order_acquire);
     if (partitions <= 0) {
         auto count = log_.partition_count(topics_.client_subscriptions());
-        partitions = count && count.value() > 0 ? count.value() : 1;
-        subscription_partitions_.store(partitions, std::memory_order_release);
+        if (count && count.value() > 0) {
+            partitions = count.value();
+            subscription_partitions_.store(partitions, std::memory_order_release);
+        } else {
+            partitions = 1;
+        }
     }
     const std::int32_t partition = partition_for_key(client_id, partitions);
     auto join = std::make_shared<join_state>(static_cast<int>(records.size()), std::move(done));
