@@ -487,14 +487,16 @@ void daemon::start() {
     http::add_blocked_client_routes(
         api, http::blocked_client_api{
                  .list = *p.security.blocked,
-                 .put = [log = p.blocked_log.get()](auth::blocked_entry e,
-                                                    std::function<void(status)> done) {
-                     log->put(std::move(e), std::move(done));
-                 },
-                 .erase = [log = p.blocked_log.get()](auth::block_type type, std::string value,
-                                                      std::function<void(result<bool>)> done) {
-                     log->erase(type, value, std::move(done));
-                 },
+                 .put =
+                     [log = p.blocked_log.get()](auth::blocked_entry e,
+                                                 std::function<void(status)> done) {
+                         log->put(std::move(e), std::move(done));
+                     },
+                 .erase =
+                     [log = p.blocked_log.get()](auth::block_type type, std::string value,
+                                                 std::function<void(result<bool>)> done) {
+                         log->erase(type, value, std::move(done));
+                     },
                  .now_ms = [] { return system_clock::instance().epoch_ms(); },
                  .admin_token = cfg_.security.admin_token});
     p.http =

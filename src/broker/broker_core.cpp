@@ -170,10 +170,10 @@ void broker_core::write_subscription_records(const std::string& client_id,
     const std::int32_t partition = partition_for_key(client_id, partitions);
     auto join = std::make_shared<join_state>(static_cast<int>(records.size()), std::move(done));
     for (auto& [key, value] : records) {
-        log_.produce(topics_.client_subscriptions(), std::move(key), std::move(value),
-                     origin_headers(),
-                     [join](result<produce_ack> r) { join->complete(r ? std::error_code{} : r.error()); },
-                     partition);
+        log_.produce(
+            topics_.client_subscriptions(), std::move(key), std::move(value), origin_headers(),
+            [join](result<produce_ack> r) { join->complete(r ? std::error_code{} : r.error()); },
+            partition);
     }
 }
 

@@ -2490,8 +2490,8 @@ bool client_actor::must_wait(const mqtt::packet& p) const {
     // Subscriptions of a session taken over from another node are still being adopted: a
     // SUBSCRIBE / UNSUBSCRIBE waits for them, or it would change (and write) a set that does
     // not hold them yet — an UNSUBSCRIBE would then be undone by the adoption.
-    if (adopting_subscriptions_ &&
-        (std::holds_alternative<mqtt::subscribe>(p) || std::holds_alternative<mqtt::unsubscribe>(p))) {
+    if (adopting_subscriptions_ && (std::holds_alternative<mqtt::subscribe>(p) ||
+                                    std::holds_alternative<mqtt::unsubscribe>(p))) {
         return true;
     }
     // At 3.1.1 the window counts the PUBLISHes not answered yet (PUBACK / PUBREC: the log

@@ -123,7 +123,7 @@ status node::load_state(std::vector<std::pair<topic_partition, std::int64_t>>& f
     // into each client's set; the entries no set owns any more are removed.
     subscription_records::fold subscription_fold;
     const auto dead_entries = subscription_fold.load(subscriptions_snapshot.value().state,
-                                                  subscriptions_snapshot.value().origin);
+                                                     subscriptions_snapshot.value().origin);
     std::unordered_map<std::string, std::string> subscriptions;
     std::unordered_map<std::string, std::string> subscription_origin;
     for (const auto& client_id : subscription_fold.clients()) {
@@ -147,8 +147,8 @@ status node::load_state(std::vector<std::pair<topic_partition, std::int64_t>>& f
         std::vector<std::string> keys;
         proto::client_subscriptions set;
         const auto generation = subscription_fold.generation_of(client_id);
-        if (generation != 0 && set.ParseFromString(
-                                   subscription_fold.serialized_set(client_id).value_or(""))) {
+        if (generation != 0 &&
+            set.ParseFromString(subscription_fold.serialized_set(client_id).value_or(""))) {
             for (const auto& ts : set.subscriptions()) {
                 keys.push_back(subscription_records::entry_record_key(
                     client_id, generation,

@@ -403,9 +403,10 @@ void state_follower::apply_subscription_record(const log_record& rec, std::strin
     std::vector<subscription_records::record> garbage;
     switch (folded.what) {
         case fold::outcome::unreadable:
-            spdlog::error("client.subscriptions: unreadable record (key of {} bytes) from node '{}' "
-                          "ignored",
-                          rec.key.size(), origin);
+            spdlog::error(
+                "client.subscriptions: unreadable record (key of {} bytes) from node '{}' "
+                "ignored",
+                rec.key.size(), origin);
             return;
         case fold::outcome::dead:
             // A late write to a set that ended or was replaced: the node that wrote the
@@ -420,9 +421,9 @@ void state_follower::apply_subscription_record(const log_record& rec, std::strin
             break;
         case fold::outcome::changed:
             if (!own) {
-                apply_subscriptions(folded.client_id,
-                                    subscription_fold_.serialized_set(folded.client_id).value_or(""),
-                                    origin);
+                apply_subscriptions(
+                    folded.client_id,
+                    subscription_fold_.serialized_set(folded.client_id).value_or(""), origin);
                 applied_.fetch_add(1, std::memory_order_acq_rel);
             }
             break;

@@ -73,7 +73,9 @@ class state_follower final : public subscription_mirror {
 
     // The client.subscriptions fold as of the start-up snapshot; records the follower reads
     // continue it. Before start().
-    void seed_subscriptions(subscription_records::fold fold) { subscription_fold_ = std::move(fold); }
+    void seed_subscriptions(subscription_records::fold fold) {
+        subscription_fold_ = std::move(fold);
+    }
 
     // Where client.blocked records go from now on; the records read so far are applied first.
     void attach_blocked(blocked_clients_log* blocked);

@@ -79,8 +79,7 @@ std::uint64_t new_generation() {
     return g;
 }
 
-fold::applied fold::apply(std::string_view key, std::string_view value,
-                          std::string_view writer) {
+fold::applied fold::apply(std::string_view key, std::string_view value, std::string_view writer) {
     applied result;
     auto parsed = parse_key(key);
     if (!parsed) {
@@ -150,8 +149,7 @@ fold::applied fold::apply(std::string_view key, std::string_view value,
         --set.pending;
     }
     // The last of a new generation's first entries completes it: the set changed as a whole.
-    const outcome done_with =
-        set.pending > 0 ? outcome::incomplete : outcome::changed;
+    const outcome done_with = set.pending > 0 ? outcome::incomplete : outcome::changed;
     if (value.empty()) {
         auto e = set.entries.find(parsed->entry_key);
         if (e != set.entries.end()) {
@@ -185,7 +183,8 @@ std::vector<std::string> fold::load(const std::unordered_map<std::string, std::s
     for (const auto& [key, value] : snapshot) {
         if (key.find(separator) == std::string::npos) {
             auto w = writers.find(key);
-            apply(key, value, w == writers.end() ? std::string_view() : std::string_view(w->second));
+            apply(key, value,
+                  w == writers.end() ? std::string_view() : std::string_view(w->second));
         }
     }
     for (const auto& [key, value] : snapshot) {

@@ -151,34 +151,34 @@ void add_blocked_client_routes(router& routes, blocked_client_api api) {
                               {"hasNext", last < total}});
     });
 
-    routes.add_async(verb::post, std::string(path), [shared, unauthorized](const request& req,
-                                                                          responder done) {
-        if (!bearer_authorized(req, shared->admin_token)) {
-            done(unauthorized());
-            return;
-        }
-        auto parsed = entry_from_body(req.body());
-        if (auto* bad = std::get_if<response>(&parsed)) {
-            done(std::move(*bad));
-            return;
-        }
-        auto entry = std::get<auth::blocked_entry>(std::move(parsed));
-        entry.value = auth::blocked_clients::canonical_value(entry.type, entry.value);
-        json body = to_json(entry);
-        shared->put(std::move(entry),
-                    [done = std::move(done), body = std::move(body)](status st) mutable {
-                        if (!st) {
-                            done(error_response(status_code::service_unavailable,
-                                                "cannot store the rule: " + st.error().message()));
-                            return;
-                        }
-                        done(json_response(body));
-                    });
-    });
+    routes.add_async(
+        verb::post, std::string(path), [shared, unauthorized](const request& req, responder done) {
+            if (!bearer_authorized(req, shared->admin_token)) {
+                done(unauthorized());
+                return;
+            }
+            auto parsed = entry_from_body(req.body());
+            if (auto* bad = std::get_if<response>(&parsed)) {
+                done(std::move(*bad));
+                return;
+            }
+            auto entry = std::get<auth::blocked_entry>(std::move(parsed));
+            entry.value = auth::blocked_clients::canonical_value(entry.type, entry.value);
+            json body = to_json(entry);
+            shared->put(std::move(entry), [done = std::move(done),
+                                           body = std::move(body)](status st) mutable {
+                if (!st) {
+                    done(error_response(status_code::service_unavailable,
+                                        "cannot store the rule: " + st.error().message()));
+                    return;
+                }
+                done(json_response(body));
+            });
+        });
 
     routes.add_async(
-        verb::delete_, std::string(path), [shared, unauthorized](const request& req,
-                                                                 responder done) {
+        verb::delete_, std::string(path),
+        [shared, unauthorized](const request& req, responder done) {
             if (!bearer_authorized(req, shared->admin_token)) {
                 done(unauthorized());
                 return;

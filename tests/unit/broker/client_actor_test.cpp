@@ -192,9 +192,8 @@ TEST_F(broker_fixture, subscription_changes_are_written_as_changes_and_restored)
     // Value bytes written to client.subscriptions so far (the whole topic, read back).
     auto bytes_in_log = [&] {
         auto& log = node_->core().log();
-        auto consumer = log.create_consumer(consumer_spec{.group_id = "probe-" + std::to_string(
-                                                              next_channel_id_++),
-                                                          .assignment = {{topic, 0}}});
+        auto consumer = log.create_consumer(consumer_spec{
+            .group_id = "probe-" + std::to_string(next_channel_id_++), .assignment = {{topic, 0}}});
         EXPECT_TRUE(consumer);
         const auto end = consumer.value()->end_offset({topic, 0}).value();
         EXPECT_TRUE(consumer.value()->seek({topic, 0}, 0));

@@ -43,14 +43,12 @@ class embedded_node {
         log_ = std::move(adapters::embedded::embedded_message_log::open(log_cfg).value());
         adapters::embedded::embedded_device_inbox::options inbox_opts;
         inbox_opts.data_dir = dir_;
-        inbox_ = std::move(
-            adapters::embedded::embedded_device_inbox::open(inbox_opts, *clock_)
-                .value());
+        inbox_ =
+            std::move(adapters::embedded::embedded_device_inbox::open(inbox_opts, *clock_).value());
         adapters::embedded::sqlite_metadata_store::options meta_opts;
         meta_opts.data_dir = dir_;
-        metadata_ = std::move(
-            adapters::embedded::sqlite_metadata_store::open(meta_opts, *clock_)
-                .value());
+        metadata_ =
+            std::move(adapters::embedded::sqlite_metadata_store::open(meta_opts, *clock_).value());
         // The node writes through a pass-through decorator that tests may ask to reorder
         // acknowledgements (log_acks()).
         log_acks_ = std::make_unique<reordering_log>(*log_);

@@ -13,10 +13,11 @@
 //   - a change of one subscription writes one record.
 // STARLING_SUBSCRIPTION_RECORDS_RUNS lengthens it; a failure names its seed and step.
 
-#include "broker/subscription_journal.h"
 #include "broker/subscription_records.h"
-#include "proto/starling.pb.h"
 
+#include "broker/subscription_journal.h"
+
+#include "proto/starling.pb.h"
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -56,9 +57,9 @@ observed_set observed(const std::optional<std::string>& serialized) {
     EXPECT_TRUE(set.ParseFromString(*serialized));
     for (const auto& ts : set.subscriptions()) {
         out[subscription_records::entry_key(ts.share_name(), ts.topic_filter())] = {
-            ts.options().qos(),
-            ts.has_subscription_id() ? std::optional<std::uint32_t>(ts.subscription_id())
-                                     : std::nullopt};
+            ts.options().qos(), ts.has_subscription_id()
+                                    ? std::optional<std::uint32_t>(ts.subscription_id())
+                                    : std::nullopt};
     }
     return out;
 }
@@ -96,8 +97,8 @@ struct model_run {
     std::mt19937 rng;
     std::vector<std::string> clients{"c1", "c2", "c3"};
     std::vector<std::string> writers{"node-a", "node-b"};
-    std::map<std::string, subscription_set> model;           // what each client's set is
-    std::map<std::string, std::string> owner;                // client → writer
+    std::map<std::string, subscription_set> model;  // what each client's set is
+    std::map<std::string, std::string> owner;       // client → writer
     std::map<std::pair<std::string, std::string>, subscription_journal> journals;
     // What the previous owner still holds in memory after a takeover: its id, set and
     // journal (its late writes must not count).
@@ -109,7 +110,7 @@ struct model_run {
     std::map<std::string, stale_owner> previous;
     int clean_checks = 0;  // snapshots checked to hold nothing but live records
     std::vector<logged> log;
-    fold reader;                 // follows the log in order
+    fold reader;                  // follows the log in order
     std::size_t reader_next = 0;  // next log index the reader applies
     std::vector<std::string> garbage;
 
@@ -194,9 +195,9 @@ struct model_run {
         const int op = pick(12);
         if (op < 5) {  // SUBSCRIBE one filter (new or changed options)
             const bool shared = pick(4) == 0;
-            auto sub = make_sub(shared ? "g" : "", filters[pick(6)], pick(3),
-                                pick(3) == 0 ? std::optional<std::uint32_t>(pick(5) + 1)
-                                             : std::nullopt);
+            auto sub =
+                make_sub(shared ? "g" : "", filters[pick(6)], pick(3),
+                         pick(3) == 0 ? std::optional<std::uint32_t>(pick(5) + 1) : std::nullopt);
             const auto key = subscription_records::entry_key(sub.share_group, sub.filter);
             const bool fresh_generation = journal.generation() == 0;
             const bool same = set.contains(key) && set[key].options == sub.options &&
@@ -322,8 +323,8 @@ TEST(subscription_records, a_reader_never_mirrors_a_half_written_generation) {
     fold reader;
     for (std::size_t i = 0; i < records.size(); ++i) {
         const auto r = reader.apply(records[i].first, records[i].second, "node-a");
-        EXPECT_EQ(r.what, i + 1 < records.size() ? fold::outcome::incomplete
-                                                  : fold::outcome::changed)
+        EXPECT_EQ(r.what,
+                  i + 1 < records.size() ? fold::outcome::incomplete : fold::outcome::changed)
             << "record " << i;
     }
     EXPECT_EQ(observed(reader.serialized_set("c")).size(), 5U);
@@ -362,10 +363,16 @@ TEST(subscription_records, a_whole_set_record_of_an_earlier_release_is_read_and_
 TEST(subscription_records, malformed_keys_and_values_are_unreadable_not_fatal) {
     fold reader;
     EXPECT_EQ(reader.apply(std::string("c\0zz", 4), "x").what, fold::outcome::unreadable);
-    EXPECT_EQ(reader.apply(std::string("c\0" "0123456789abcdefX", 18), "").what,
+    EXPECT_EQ(reader
+                  .apply(std::string("c\0"
+                                     "0123456789abcdefX",
+                                     18),
+                         "")
+                  .what,
               fold::outcome::unreadable);
     EXPECT_EQ(reader.apply("c", "\xff\xff\xff").what, fold::outcome::unreadable);
-    const auto key = subscription_records::entry_record_key("c", 7, subscription_records::entry_key("", "t"));
+    const auto key =
+        subscription_records::entry_record_key("c", 7, subscription_records::entry_key("", "t"));
     EXPECT_EQ(reader.apply(subscription_records::entry_record_key("c", 7, "t"), "").what,
               fold::outcome::unreadable);  // an entry key without its share separator
     reader.apply("c", subscription_records::base_record(7, 1));

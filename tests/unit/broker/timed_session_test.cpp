@@ -40,7 +40,8 @@ class timed_session_test : public broker_fixture {
     void settle(const std::string& client_id) {
         auto actor = node_->core().actor_for(client_id);
         std::promise<void> done;
-        ASSERT_TRUE(actor->tell_control(client_msg::call{[&](client_actor&) { done.set_value(); }}));
+        ASSERT_TRUE(
+            actor->tell_control(client_msg::call{[&](client_actor&) { done.set_value(); }}));
         ASSERT_EQ(done.get_future().wait_for(5s), std::future_status::ready);
     }
 
@@ -133,7 +134,8 @@ TEST_F(timed_session_test, a_delayed_will_goes_at_its_delay_unless_the_client_re
     EXPECT_FALSE(watcher->next(200ms)) << "the will went although the client came back";
 }
 
-TEST_F(timed_session_test, keep_alive_closes_at_one_and_a_half_times_the_interval_after_the_last_packet) {
+TEST_F(timed_session_test,
+       keep_alive_closes_at_one_and_a_half_times_the_interval_after_the_last_packet) {
     mqtt::connect c;
     c.protocol_version = mqtt::protocol_version::v5;
     c.client_id = "ka";

@@ -153,9 +153,9 @@ TEST_F(blocked_client_api_test, every_route_needs_the_admin_token) {
                        R"({"type":"CLIENT_ID","value":"x","expirationTime":0})", token)
                       .result(),
                   status_code::unauthorized);
-        EXPECT_EQ(call(verb::delete_, "/api/blockedClient?type=CLIENT_ID&value=x", {}, token)
-                      .result(),
-                  status_code::unauthorized);
+        EXPECT_EQ(
+            call(verb::delete_, "/api/blockedClient?type=CLIENT_ID&value=x", {}, token).result(),
+            status_code::unauthorized);
     }
     EXPECT_EQ(writes_, 0);
     EXPECT_TRUE(list_.list(now).empty());
