@@ -109,8 +109,24 @@ class log_consumer {
     virtual result<std::int64_t> end_offset(const topic_partition& tp) = 0;
 
     virtual void wakeup() = 0;
-    // Leaves the group (its partitions move to the remaining members). Idempotent.
+    // Leaves the group (its partitions move to the remaining members). Idempotent. No ready
+    // callback runs after it returns.
     virtual void close() = 0;
+
+    // Lets an owner serve many consumers from a few threads (poll(0) when told, instead of a
+    // thread blocked in poll() per consumer). `ready` is called, from a thread of the log, when
+    // something a poll() would return or serve may have arrived since the last poll: records,
+    // a rebalance, a wakeup(), an error. It is a hint, edge-triggered: what was already waiting
+    // when it was set, or left unread by a poll that stopped at max_poll_records, does not call
+    // it again — poll once after setting it, and again at once after a full poll. It must be
+    // cheap and must not call into this consumer (it may run under the log's locks). An empty
+    // function removes it; once set_ready_callback() or close() returns, the previous callback
+    // is not running and never runs again. False: the adapter has no such signal (the owner
+    // then polls on a timer).
+    virtual bool set_ready_callback(std::function<void()> ready) {
+        (void)ready;
+        return false;
+    }
 };
 
 class message_log {

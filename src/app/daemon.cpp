@@ -91,6 +91,7 @@ broker::settings broker_settings(const config::broker_config& c) {
         s.device_persisted_limit = limits.device_persisted_messages.config;
     }
     s.app_msg_retention_bytes = c.queue.kafka.application_persisted_msg.retention_bytes;
+    s.app_consumer_threads = c.queue.application_persisted_msg.consumer_threads;
     s.app_shared_partitions = c.queue.kafka.application_persisted_msg.shared_topic_partitions;
     s.app_shared_retention_ms =
         c.queue.kafka.application_persisted_msg.shared_topic_retention.count();

@@ -23,13 +23,19 @@ std::chrono::milliseconds retry_pacer::next_delay() const {
 
 bool retry_pacer::logged(std::size_t nth) { return nth != 0 && (nth & (nth - 1)) == 0; }
 
-bool retry_pacer::failed(std::string_view what, std::string_view reason, std::stop_token stop) {
+std::chrono::milliseconds retry_pacer::record_failure(std::string_view what,
+                                                      std::string_view reason) {
     const auto delay = next_delay();
     ++failures_;
     if (logged(failures_)) {
         spdlog::warn("{}: {} failed ({} in a row): {}; retrying in {} ms", loop_, what, failures_,
                      reason, delay.count());
     }
+    return delay;
+}
+
+bool retry_pacer::failed(std::string_view what, std::string_view reason, std::stop_token stop) {
+    const auto delay = record_failure(what, reason);
     std::unique_lock lock(mutex_);
     // Returns early (true) only when a stop was requested; the predicate never holds otherwise.
     wake_.wait_for(lock, stop, delay, [] { return false; });

@@ -38,6 +38,11 @@ class retry_pacer {
     // asked to stop (before or during the wait): the caller leaves its loop.
     bool failed(std::string_view what, std::string_view reason, std::stop_token stop);
 
+    // The same without the wait, for a loop that cannot sleep (a task on a shared thread): it
+    // returns the delay the caller must let pass before the next try.
+    [[nodiscard]] std::chrono::milliseconds record_failure(std::string_view what,
+                                                           std::string_view reason);
+
     // The loop made progress: the next failure starts a new run at the first delay.
     void succeeded();
 

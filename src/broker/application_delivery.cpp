@@ -1,6 +1,5 @@
 #include "broker/application_delivery.h"
 
-#include "base/retry_pacer.h"
 #include "broker/broker_core.h"
 #include "broker/client_actor.h"
 
@@ -12,234 +11,6 @@
 #include <limits>
 
 namespace starling::broker {
-
-// ---------------------------------------------------------------------------------------------
-// app_consumer
-
-app_consumer::app_consumer(message_log& log, options opts, std::function<void()> wake)
-    : log_(log), opts_(std::move(opts)), wake_(std::move(wake)) {}
-
-app_consumer::~app_consumer() { stop(); }
-
-void app_consumer::start() {
-    stop_ = std::stop_source();
-    running_.store(true, std::memory_order_release);
-    thread_ = std::thread(&app_consumer::run, this);
-}
-
-void app_consumer::stop() {
-    if (!running_.exchange(false, std::memory_order_acq_rel)) {
-        return;
-    }
-    stop_.request_stop();
-    {
-        std::lock_guard lock(mutex_);
-        if (consumer_) {
-            consumer_->wakeup();
-        }
-    }
-    if (thread_.joinable()) {
-        if (thread_.get_id() == std::this_thread::get_id()) {
-            // The last reference to the actor was dropped by this thread's own wake-up call:
-            // the loop ends at once (running_ is false), so nothing outlives the object's use.
-            thread_.detach();
-        } else {
-            thread_.join();
-        }
-    }
-}
-
-std::vector<log_record> app_consumer::take(std::size_t max) {
-    std::vector<log_record> out;
-    std::lock_guard lock(mutex_);
-    const std::size_t n = std::min(max, buffer_.size());
-    out.reserve(n);
-    for (std::size_t i = 0; i < n; ++i) {
-        out.push_back(std::move(buffer_.front()));
-        buffer_.pop_front();
-    }
-    // A paused consumer sleeps in poll(); wake it to resume as soon as there is room again.
-    if (paused_ && buffer_.size() <= opts_.buffer_limit / 2 && consumer_) {
-        consumer_->wakeup();
-    }
-    return out;
-}
-
-void app_consumer::set_commit(std::int32_t partition, std::int64_t next_offset) {
-    std::lock_guard lock(commit_mutex_);
-    commit_targets_[partition] = next_offset;
-}
-
-bool app_consumer::owns(std::int32_t partition) const {
-    if (!opts_.group_managed) {
-        return true;
-    }
-    std::lock_guard lock(mutex_);
-    return std::binary_search(owned_.begin(), owned_.end(), partition);
-}
-
-std::size_t app_consumer::owned_count() const {
-    if (!opts_.group_managed) {
-        return 1;
-    }
-    std::lock_guard lock(mutex_);
-    return owned_.size();
-}
-
-bool app_consumer::setup() {
-    const status prepared = opts_.prepare ? opts_.prepare() : log_.create_topic(opts_.spec);
-    if (!prepared) {
-        spdlog::warn("APPLICATION topic {} not created: {}", opts_.topic,
-                     prepared.error().message());
-        return false;
-    }
-    consumer_spec spec;
-    spec.group_id = opts_.group;
-    if (opts_.group_managed) {
-        // No instance id: a static member that closes keeps its partitions until the session
-        // times out, and a leaving member's partitions must move to the others at once.
-        spec.topics = {opts_.topic};
-    } else {
-        spec.assignment = {topic_partition{opts_.topic, 0}};
-    }
-    spec.reset = offset_reset::earliest;
-    spec.max_poll_records =
-        std::max<std::size_t>(1, std::min<std::size_t>(500, opts_.buffer_limit));
-    auto c = log_.create_consumer(spec);
-    if (!c) {
-        spdlog::warn("APPLICATION consumer of {} not created: {}", opts_.topic,
-                     c.error().message());
-        return false;
-    }
-    std::lock_guard lock(mutex_);
-    consumer_ = std::move(c.value());
-    return true;
-}
-
-std::vector<topic_partition> app_consumer::partitions() const {
-    if (opts_.group_managed) {
-        return consumer_->assignment();
-    }
-    return {topic_partition{opts_.topic, 0}};
-}
-
-void app_consumer::apply_commit() {
-    std::map<std::int32_t, std::int64_t> targets;
-    {
-        std::lock_guard lock(commit_mutex_);
-        targets = commit_targets_;
-    }
-    const auto owned = partitions();
-    std::vector<std::pair<topic_partition, std::int64_t>> commits;
-    for (const auto& [partition, target] : targets) {
-        auto done = committed_.find(partition);
-        if (target < 0 || (done != committed_.end() && done->second == target)) {
-            continue;
-        }
-        const topic_partition tp{opts_.topic, partition};
-        // A partition the group gave away is committed by its new owner only: a late commit
-        // from here could move its position past what the new owner has not delivered yet.
-        if (std::find(owned.begin(), owned.end(), tp) == owned.end()) {
-            continue;
-        }
-        commits.emplace_back(tp, target);
-    }
-    if (commits.empty()) {
-        return;
-    }
-    if (auto st = consumer_->commit(commits); st) {
-        for (const auto& [tp, target] : commits) {
-            committed_[tp.partition] = target;
-        }
-    } else {
-        spdlog::warn("APPLICATION consumer of {}: commit failed: {}", opts_.topic,
-                     st.error().message());
-    }
-}
-
-void app_consumer::refresh_ownership() {
-    if (!opts_.group_managed) {
-        return;
-    }
-    std::vector<std::int32_t> now;
-    for (const auto& tp : consumer_->assignment()) {
-        now.push_back(tp.partition);
-    }
-    std::sort(now.begin(), now.end());
-    std::lock_guard lock(mutex_);
-    if (now == owned_) {
-        return;
-    }
-    // Buffered records of a partition that moved are delivered by its new owner (from the
-    // group's committed offset); sending them here too would duplicate them.
-    std::erase_if(buffer_, [&](const log_record& r) {
-        return !std::binary_search(now.begin(), now.end(), r.partition);
-    });
-    owned_ = std::move(now);
-}
-
-void app_consumer::run() {
-    const auto stop = stop_.get_token();
-    {
-        // A refused admin call (log unreachable, a topic still being created) is retried soon:
-        // a new APPLICATION session waits on this.
-        base::retry_pacer setup_pacer(
-            "APPLICATION consumer of " + opts_.topic,
-            {.first_delay = opts_.poll_interval, .max_delay = std::chrono::milliseconds(1000)});
-        while (running_.load(std::memory_order_acquire) && !setup()) {
-            if (!setup_pacer.failed("setup", "the log refused the topic or consumer", stop)) {
-                break;
-            }
-        }
-    }
-    base::retry_pacer pacer("APPLICATION consumer of " + opts_.topic);
-    if (!consumer_) {
-        return;
-    }
-    while (running_.load(std::memory_order_acquire)) {
-        apply_commit();
-        {
-            std::lock_guard lock(mutex_);
-            const auto tps = partitions();
-            if (!paused_ && buffer_.size() >= opts_.buffer_limit) {
-                consumer_->pause(tps);
-                paused_ = true;
-            } else if (paused_ && buffer_.size() <= opts_.buffer_limit / 2) {
-                consumer_->resume(tps);
-                paused_ = false;
-            } else if (paused_ && opts_.group_managed) {
-                consumer_->pause(tps);  // partitions assigned since the pause start unpaused
-            }
-        }
-        auto polled = consumer_->poll(opts_.poll_interval);
-        // Rebalances happen inside poll(): what it returned belongs to the assignment now.
-        refresh_ownership();
-        if (!polled) {
-            if (!pacer.failed("poll", polled.error().message(), stop)) {
-                break;
-            }
-            continue;
-        }
-        pacer.succeeded();
-        if (polled.value().empty()) {
-            continue;
-        }
-        bool was_empty = false;
-        {
-            std::lock_guard lock(mutex_);
-            was_empty = buffer_.empty();
-            for (auto& r : polled.value()) {
-                buffer_.push_back(std::move(r));
-            }
-        }
-        if (was_empty) {
-            wake_();
-        }
-    }
-    apply_commit();
-    std::lock_guard lock(mutex_);
-    consumer_->close();
-}
 
 // ---------------------------------------------------------------------------------------------
 // application_session
@@ -342,11 +113,12 @@ void application_session::start_consumer() {
     opts.buffer_limit = std::max<std::size_t>(1, cfg.app_msg_buffer_records);
     opts.poll_interval = cfg.poll_interval;
     if (auto st = core_.log().create_topic(opts.spec); !st) {
-        // The consumer thread retries; until then the router's writes fail and are retried.
+        // The consumer retries on its turns; until then the router's writes fail and are retried.
         spdlog::warn("client {}: APPLICATION topic {} not created: {}", client_id_, opts.topic,
                      st.error().message());
     }
-    consumer_ = std::make_unique<app_consumer>(core_.log(), std::move(opts), wake_);
+    consumer_ =
+        std::make_unique<app_consumer>(core_.app_consumers(), core_.log(), std::move(opts), wake_);
     update_commit();
     consumer_->start();
 }
@@ -357,7 +129,8 @@ void application_session::start_shared(std::uint32_t source, shared_source& src)
     opts.topic = core_.topics().msg_app_shared(src.spec.filter);
     opts.group = core_.topics().app_shared_group(src.spec.share, src.spec.filter);
     opts.group_managed = true;
-    // On the consumer's thread: the lookup of the filter's entity and the admin call block.
+    // On a pool thread, in the consumer's turn: the lookup of the filter's entity and the admin
+    // call block.
     opts.prepare = [&core = core_, filter = src.spec.filter]() -> status {
         auto topic = core.app_shared().ensure(filter);
         if (!topic) {
@@ -368,7 +141,8 @@ void application_session::start_shared(std::uint32_t source, shared_source& src)
     opts.buffer_limit = std::max<std::size_t>(1, cfg.app_msg_buffer_records);
     opts.poll_interval = cfg.poll_interval;
     spdlog::info("client {}: reading {} as a member of {}", client_id_, opts.topic, opts.group);
-    src.consumer = std::make_unique<app_consumer>(core_.log(), std::move(opts), wake_);
+    src.consumer =
+        std::make_unique<app_consumer>(core_.app_consumers(), core_.log(), std::move(opts), wake_);
     update_shared_commit(source);
     src.consumer->start();
 }

@@ -4,7 +4,7 @@
 //
 // A persistent APPLICATION session keeps its QoS 1/2 copies in its own log topic
 // msg.app.<clientId> (1 partition) instead of the device inbox: the router produces there, and
-// while the client is connected on this node a dedicated consumer reads the topic from the
+// while the client is connected on this node a consumer (app_consumer.h) reads the topic from the
 // group's committed offset and hands the records to the client's actor, which sends them within
 // the client's in-flight window. The client's PUBACK / PUBCOMP advance the committed offset to
 // the lowest offset still unacknowledged (acks may complete out of order within the window).
@@ -19,20 +19,8 @@
 // partition and leaves the group, and whoever owns the partition next delivers the rest again
 // (at least once, MQTT 5 §4.8.2 allows it).
 //
-// Two classes:
-//
-// app_consumer — one consumer thread per source of a connected APPLICATION client. It makes sure
-//   the topic exists (idempotent), reads partition 0 of msg.app.<clientId> with manual
-//   assignment under the group <prefix>.app.<clientId> (or, for a shared source, subscribes to
-//   msg.app.shared.<filter> in the share's group and drops buffered records of partitions the
-//   group took away), and keeps at most `buffer_limit`
-//   records in a buffer the actor drains. A full buffer pauses the partition, so a full
-//   in-flight window or a non-writable channel (the actor stops draining) stops the reading;
-//   draining below half resumes it. Commits are applied on this thread (a consumer is used by
-//   one thread at a time), from the target the actor publishes.
-//   Lifecycle: start() spawns the thread; stop() commits the last target, wakes the poll and
-//   joins (bounded by the wakeup: poll returns at once).
-//   Concurrency: take()/set_commit()/stop() from the actor; everything else on its thread.
+// app_consumer (app_consumer.h) reads each source — a task of the node's consumer pool, not a
+// thread of its own.
 //
 // application_session — the actor-side state: which offsets are in flight under which packet
 //   id, which wait for PUBCOMP, which a reconnecting client must get again with DUP=1 and the
@@ -47,89 +35,25 @@
 //   Concurrency: only the owning actor's thread touches it; completions are posted back.
 
 #include "base/result.h"
+#include "broker/app_consumer.h"
 #include "broker/client_actor.h"
 #include "mqtt/qos.h"
 #include "starling/message_log.h"
 #include "starling/metadata_store.h"
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <stop_token>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace starling::broker {
 
 class broker_core;
-
-class app_consumer {
-  public:
-    struct options {
-        std::string topic;
-        std::string group;
-        topic_spec spec;
-        // Shared source: subscribe with group management (the members split the partitions);
-        // otherwise read partition 0 by manual assignment.
-        bool group_managed = false;
-        // Makes the topic exist before the consumer is created (retried until it succeeds);
-        // empty: create_topic(spec).
-        std::function<status()> prepare;
-        std::size_t buffer_limit = 1000;
-        std::chrono::milliseconds poll_interval{100};
-    };
-    // `wake` is called (from the consumer thread) when records were added to an empty buffer.
-    app_consumer(message_log& log, options opts, std::function<void()> wake);
-    ~app_consumer();
-    app_consumer(const app_consumer&) = delete;
-    app_consumer& operator=(const app_consumer&) = delete;
-
-    void start();
-    void stop();
-
-    // Moves out up to `max` buffered records, oldest first.
-    std::vector<log_record> take(std::size_t max);
-    // The next offset the group should resume from in `partition`; committed by the consumer
-    // thread (only while it owns the partition).
-    void set_commit(std::int32_t partition, std::int64_t next_offset);
-    // False once the group gave `partition` to another member: its records are the new owner's.
-    // Always true for manual assignment.
-    bool owns(std::int32_t partition) const;
-    // Partitions the group gives this member now (group-managed; 1 for manual assignment).
-    std::size_t owned_count() const;
-
-  private:
-    void run();
-    bool setup();
-    void apply_commit();
-    void refresh_ownership();
-    std::vector<topic_partition> partitions() const;
-
-    message_log& log_;
-    options opts_;
-    std::function<void()> wake_;
-    std::unique_ptr<log_consumer> consumer_;
-    std::thread thread_;
-    std::atomic<bool> running_{false};
-    std::stop_source stop_;  // ends the thread's retry wait at stop()
-
-    std::mutex commit_mutex_;
-    std::map<std::int32_t, std::int64_t> commit_targets_;  // guarded by commit_mutex_
-    std::map<std::int32_t, std::int64_t> committed_;       // consumer thread only
-
-    mutable std::mutex mutex_;
-    std::deque<log_record> buffer_;
-    std::vector<std::int32_t> owned_;  // sorted; group-managed only
-    bool paused_ = false;
-};
 
 // A shared subscription of the session, as the actor holds it.
 struct app_shared_spec {

@@ -27,6 +27,8 @@ std::shared_ptr<client_actor> broker_core::actor_for(const std::string& client_i
         client_id, [this](const std::string& id) { return client_actor::create(*this, id); });
 }
 
+broker_core::~broker_core() { app_consumers_.stop(); }
+
 namespace {
 
 // Joins the acknowledgements of several log writes into one completion: success once all

@@ -15,6 +15,7 @@
 #include "auth/blocked_clients.h"
 #include "base/result.h"
 #include "broker/app_shared_topics.h"
+#include "broker/consumer_pool.h"
 #include "broker/group_inbox.h"
 #include "broker/message.h"
 #include "broker/retained_store.h"
@@ -57,6 +58,10 @@ class broker_core {
                 actor::dispatcher& dispatcher, actor::timer_service& timers,
                 metrics::broker_probe& probe, metrics::log_probe& log_probe,
                 const starling::clock& clock);
+    // Stops the APPLICATION consumer pool before any member is destroyed.
+    ~broker_core();
+    broker_core(const broker_core&) = delete;
+    broker_core& operator=(const broker_core&) = delete;
 
     const settings& cfg() const { return cfg_; }
     message_log& log() { return log_; }
@@ -73,6 +78,8 @@ class broker_core {
     const topic_names& topics() const { return topics_; }
     // msg.app.shared.<filter> topics (APPLICATION shared subscriptions); blocking, see its header.
     app_shared_topics& app_shared() { return app_shared_; }
+    // The threads that run every APPLICATION client's log consumers (app_consumer.h).
+    consumer_pool& app_consumers() { return app_consumers_; }
     std::int64_t now_ms() const { return clock_.epoch_ms(); }
     // Shared groups whose waiting copies a local member is moving (group_inbox.h).
     group_inbox_moves& group_moves() { return group_moves_; }
@@ -204,6 +211,9 @@ class broker_core {
     metrics::log_probe& log_probe_;
     const starling::clock& clock_;
     topic_names topics_;
+    // Destroyed after everything that holds an app_consumer; stopped first (~broker_core), so
+    // no consumer's turn runs while the members below are destroyed.
+    consumer_pool app_consumers_{"app-consumer", cfg_.app_consumer_threads};
     app_shared_topics app_shared_{log_, metadata_, topics_, cfg_};
     routing::subscription_trie trie_;
     retained_store retained_;

@@ -54,6 +54,8 @@ struct settings {
     std::int64_t app_msg_retention_ms = 604800000;
     std::int64_t app_msg_retention_bytes = 1048576000;
     std::size_t app_msg_buffer_records = 1000;
+    // Threads of the pool that runs every APPLICATION consumer (consumer_pool.h).
+    std::size_t app_consumer_threads = 4;
     // msg.app.shared.<filter> (queue.kafka.application-persisted-msg.shared-topic.*): partitions
     // when no application_shared_subscription entity names the filter, and retention.
     std::int32_t app_shared_partitions = 1;

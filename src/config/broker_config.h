@@ -290,8 +290,17 @@ struct embedded_queue_section {
     friend bool operator==(const embedded_queue_section&, const embedded_queue_section&) = default;
 };
 
+struct application_queue_section {
+    // Threads that run every persistent APPLICATION client's log consumers (consumer_pool).
+    std::uint32_t consumer_threads{};
+
+    friend bool operator==(const application_queue_section&,
+                           const application_queue_section&) = default;
+};
+
 struct queue_section {
     msg_all_queue_section msg_all;
+    application_queue_section application_persisted_msg;
     kafka_section kafka;
     embedded_queue_section embedded;
     // Cluster: how long a CONNECT waits for the session-event handler's reply.

@@ -200,8 +200,17 @@ void embedded_log_consumer::wakeup() {
     {
         std::lock_guard lock(waiter_.mutex);
         waiter_.woken = true;
+        if (waiter_.ready) {
+            waiter_.ready();
+        }
     }
     waiter_.cv.notify_one();
+}
+
+bool embedded_log_consumer::set_ready_callback(std::function<void()> ready) {
+    std::lock_guard lock(waiter_.mutex);
+    waiter_.ready = std::move(ready);
+    return true;
 }
 
 void embedded_log_consumer::close() {
@@ -214,6 +223,8 @@ void embedded_log_consumer::close() {
     }
     engine_->leave(this);
     waiter_.notify();
+    std::lock_guard lock(waiter_.mutex);
+    waiter_.ready = nullptr;
 }
 
 }  // namespace starling::adapters::embedded

@@ -7,7 +7,7 @@
 // Reading: per assigned partition it keeps a position (next offset to read) and reads with
 // pread through log_partition::read() into one reusable buffer, so a consumer costs a few KiB
 // however far behind it is. poll() sleeps on its log_waiter, which the partitions notify when
-// records are published.
+// records are published; the same notification calls the ready callback, when one is set.
 //
 // Lifecycle: created by embedded_message_log::create_consumer() (owned by the caller through
 // unique_ptr), close() or destruction leaves the group. It keeps the log's engine alive; after
@@ -54,6 +54,7 @@ class embedded_log_consumer final : public log_consumer {
     result<std::int64_t> end_offset(const topic_partition& tp) override;
     void wakeup() override;
     void close() override;
+    bool set_ready_callback(std::function<void()> ready) override;
 
     // ---- engine side ----
     const consumer_spec& spec() const { return spec_; }

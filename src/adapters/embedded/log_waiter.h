@@ -7,10 +7,14 @@
 // Lost-wakeup rule: the consumer clears `signaled` *before* it looks for records, and sleeps
 // only while `signaled` is still false, so a notification that lands between the look and the
 // sleep is never missed.
+// Ready callback (log_consumer::set_ready_callback): called inside notify() and wakeup() with
+// `mutex` held, so clearing it under `mutex` guarantees no call is running or will run.
 // Ownership: a member of its consumer, which unregisters it from every partition before it is
-// destroyed. Concurrency: all fields under `mutex` (a leaf lock: nothing is locked inside it).
+// destroyed. Concurrency: all fields under `mutex`. Nothing is locked inside it except what the
+// ready callback locks (the owner's scheduler, which never calls into the log while holding it).
 
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 
 namespace starling::adapters::embedded {
@@ -20,11 +24,15 @@ struct log_waiter {
     std::condition_variable cv;
     bool signaled = false;  // something changed since the consumer last looked
     bool woken = false;     // wakeup() was called: the next (or current) poll returns early
+    std::function<void()> ready;
 
     void notify() {
         {
             std::lock_guard lock(mutex);
             signaled = true;
+            if (ready) {
+                ready();
+            }
         }
         cv.notify_one();
     }

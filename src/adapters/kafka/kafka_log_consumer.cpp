@@ -166,6 +166,9 @@ struct kafka_log_consumer::impl {
     group_progress progress;  // before client: the callbacks use it until the client is gone
     handle_ptr client;
     queue_ptr queue;
+    // set_ready_callback(): called by librdkafka (queue event callback, under the queue's lock)
+    // when an element lands on the empty consumer queue. Changed only while the event is off.
+    std::function<void()> ready;
     std::size_t max_records = 500;
     std::atomic<bool> woken{false};
     bool closed = false;
@@ -455,11 +458,37 @@ void kafka_log_consumer::wakeup() {
     }
 }
 
+namespace {
+
+void on_queue_event(rd_kafka_t* /*client*/, void* opaque) {
+    (*static_cast<std::function<void()>*>(opaque))();
+}
+
+}  // namespace
+
+bool kafka_log_consumer::set_ready_callback(std::function<void()> ready) {
+    if (!impl_->queue) {
+        return false;
+    }
+    // Turning the event off takes the queue's lock, which a running callback holds: once it
+    // returns, no call is in progress and the function can be replaced.
+    rd_kafka_queue_cb_event_enable(impl_->queue.get(), nullptr, nullptr);
+    impl_->ready = std::move(ready);
+    if (impl_->ready) {
+        rd_kafka_queue_cb_event_enable(impl_->queue.get(), &on_queue_event, &impl_->ready);
+    }
+    return true;
+}
+
 void kafka_log_consumer::close() {
     if (impl_->closed) {
         return;
     }
     impl_->closed = true;
+    if (impl_->queue && impl_->ready) {
+        rd_kafka_queue_cb_event_enable(impl_->queue.get(), nullptr, nullptr);
+        impl_->ready = nullptr;
+    }
     // Leaves the group (a dynamic member's partitions move at once) and serves the final
     // revoke on this thread.
     const auto code = rd_kafka_consumer_close(impl_->client.get());

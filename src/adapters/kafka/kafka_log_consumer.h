@@ -12,7 +12,9 @@
 // Threads: one thread at a time calls poll/commit/seek/pause/resume/assignment/end_offset/close
 // (like a Kafka consumer); rebalance callbacks run inside poll() on that thread. wakeup() may be
 // called from any thread: it yields the consumer queue, and a wakeup that arrives while no poll
-// is blocked makes the next poll() return at once.
+// is blocked makes the next poll() return at once. The ready callback is librdkafka's queue
+// event callback on the consumer queue (messages, rebalances and errors all land there); it
+// runs on a librdkafka thread.
 
 #include "adapters/kafka/kafka_log_config.h"
 #include "base/result.h"
@@ -21,6 +23,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -44,6 +47,7 @@ class kafka_log_consumer final : public log_consumer {
     result<std::int64_t> end_offset(const topic_partition& tp) override;
     void wakeup() override;
     void close() override;
+    bool set_ready_callback(std::function<void()> ready) override;
 
   private:
     // Removes records of partitions the group revoked while poll() was gathering them.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <functional>
 #include <future>
 #include <map>
 #include <mutex>
@@ -334,6 +336,127 @@ TEST_P(message_log_contract, wakeup_unblocks_poll) {
     if (records) {
         EXPECT_TRUE(records->empty());
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ready callback: a consumer polled only when its callback fired (poll(0), no waiting) still
+// joins its group, gets its partitions and reads every record — what the broker's consumer pool
+// relies on to serve many consumers from a few threads.
+
+namespace {
+
+struct ready_signal {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::uint64_t calls = 0;
+
+    std::function<void()> callback() {
+        return [this] {
+            {
+                std::lock_guard lock(mutex);
+                ++calls;
+            }
+            cv.notify_all();
+        };
+    }
+    std::uint64_t count() {
+        std::lock_guard lock(mutex);
+        return calls;
+    }
+    bool wait_beyond(std::uint64_t seen, std::chrono::steady_clock::time_point until) {
+        std::unique_lock lock(mutex);
+        return cv.wait_until(lock, until, [&] { return calls > seen; });
+    }
+};
+
+// Polls without waiting, once now and then only after a callback (or at once after a full
+// poll, as the contract says), until `done` holds. False when no callback came in time.
+bool drive_by_callback(log_consumer& consumer, ready_signal& signal, std::size_t max_records,
+                       std::vector<log_record>& out, const std::function<bool()>& done) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    for (;;) {
+        const std::uint64_t seen = signal.count();  // before the poll: a call during it counts
+        auto polled = consumer.poll(std::chrono::milliseconds(0));
+        const bool full = polled && polled->size() >= max_records;
+        if (polled) {
+            for (auto& r : *polled) {
+                out.push_back(std::move(r));
+            }
+        }
+        if (done()) {
+            return true;
+        }
+        if (!full && !signal.wait_beyond(seen, until)) {
+            return false;
+        }
+    }
+}
+
+}  // namespace
+
+TEST_P(message_log_contract, a_consumer_polled_only_on_its_ready_callback_joins_and_reads_all) {
+    const auto topic = name("ready");
+    create(topic, 2);
+    consumer_spec spec;
+    spec.group_id = name("ready-group");
+    spec.topics = {topic};
+    spec.max_poll_records = 7;  // several full polls per burst below
+    auto created = log_->create_consumer(spec);
+    ASSERT_TRUE(created) << created.error().message();
+    auto& consumer = **created;
+    ready_signal signal;
+    ASSERT_TRUE(consumer.set_ready_callback(signal.callback()));
+
+    std::vector<log_record> read;
+    // The group assignment arrives through the callback too.
+    ASSERT_TRUE(drive_by_callback(consumer, signal, 7, read, [&] {
+        return consumer.assignment().size() == 2;
+    })) << "assignment never arrived through the ready callback";
+    // One record at a time: each must bring its own callback (edge-triggered, re-armed by the
+    // poll that emptied the queue).
+    const auto in_time = [] { return std::chrono::steady_clock::now() + std::chrono::seconds(60); };
+    for (int i = 0; i < 10; ++i) {
+        const std::uint64_t seen = signal.count();
+        ASSERT_TRUE(produce_sync(topic, "k" + std::to_string(i), "one-" + std::to_string(i)));
+        ASSERT_TRUE(signal.wait_beyond(seen, in_time())) << "record " << i << ": no callback";
+        const std::size_t want = read.size() + 1;
+        ASSERT_TRUE(
+            drive_by_callback(consumer, signal, 7, read, [&] { return read.size() >= want; }))
+            << "record " << i << " not read";
+    }
+    // A burst larger than one poll: the polls that stop at max_poll_records leave the rest.
+    const std::uint64_t seen = signal.count();
+    produce_all(topic, numbered(50, 5, "burst-"));
+    ASSERT_TRUE(signal.wait_beyond(seen, in_time())) << "burst: no callback";
+    ASSERT_TRUE(drive_by_callback(consumer, signal, 7, read, [&] { return read.size() >= 60; }))
+        << read.size() << " of 60 read";
+    EXPECT_EQ(read.size(), 60U);
+    consumer.close();
+}
+
+TEST_P(message_log_contract, a_removed_ready_callback_is_not_called_again) {
+    const auto topic = name("ready-off");
+    create(topic, 1);
+    auto consumer = assign(name("ready-off-group"), {{topic, 0}});
+    ASSERT_NE(consumer, nullptr);
+    ready_signal signal;
+    ASSERT_TRUE(consumer->set_ready_callback(signal.callback()));
+    std::vector<log_record> read;
+    const std::uint64_t seen = signal.count();
+    ASSERT_TRUE(produce_sync(topic, "k", "before"));
+    ASSERT_TRUE(
+        signal.wait_beyond(seen, std::chrono::steady_clock::now() + std::chrono::seconds(60)));
+    ASSERT_TRUE(drive_by_callback(*consumer, signal, 500, read, [&] { return !read.empty(); }));
+
+    ASSERT_TRUE(consumer->set_ready_callback({}));
+    const std::uint64_t calls = signal.count();
+    ASSERT_TRUE(produce_sync(topic, "k", "after"));
+    // The record reached the consumer (a blocking poll returns it) without a call.
+    const auto after = poll_n(*consumer, 1, std::chrono::seconds(30));
+    ASSERT_EQ(after.size(), 1U);
+    EXPECT_EQ(after[0].value, "after");
+    consumer->wakeup();
+    EXPECT_EQ(signal.count(), calls);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -20,6 +20,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <mutex>
 #include <set>
@@ -59,6 +61,7 @@ class broker_fixture : public ::testing::Test {
         s.named_actor_grace = named_actor_grace_;
         s.max_in_flight = max_in_flight_;
         s.outbound_queue_limit = outbound_queue_limit_;
+        s.app_consumer_threads = app_consumer_threads_;
         node_ = std::make_unique<node>(s, *log_, *inbox_, *metadata_, metrics_, 2);
         node_->start();
     }
@@ -134,6 +137,7 @@ class broker_fixture : public ::testing::Test {
     std::chrono::seconds named_actor_grace_{60};
     std::uint16_t max_in_flight_ = 1000;
     std::size_t outbound_queue_limit_ = 10000;
+    std::size_t app_consumer_threads_ = 4;
     // Topic rules the next connect() hands to the actor (what authentication decided).
     std::shared_ptr<const auth::topic_rules> next_rules_;
     client_type next_type_ = client_type::application;
@@ -271,6 +275,58 @@ TEST_F(application_clients, missed_messages_arrive_in_order_after_reconnect) {
     auto again = resume("app1");
     publish_many(node_->core(), "app/x", n + 1, 1);
     EXPECT_EQ(again->expect<mqtt::publish>().payload, std::to_string(n + 1));
+}
+
+// Threads of this process, and those of them named `prefix`-<n> (consumer_pool names its own).
+struct thread_census {
+    std::size_t total = 0;
+    std::size_t named = 0;
+};
+thread_census count_threads(const std::string& prefix) {
+    thread_census c;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+        ++c.total;
+        std::ifstream comm(entry.path() / "comm");
+        std::string name;
+        std::getline(comm, name);
+        if (name.rfind(prefix + "-", 0) == 0) {
+            ++c.named;
+        }
+    }
+    return c;
+}
+
+// 40 connected APPLICATION clients, each reading its own topic: the consumers share the pool's
+// threads (2 here) instead of running a thread each, and every client still gets every message.
+class application_pool : public application_clients {
+  protected:
+    application_pool() { app_consumer_threads_ = 2; }
+};
+
+TEST_F(application_pool, connected_application_clients_share_the_pool_threads) {
+    constexpr int clients = 40;
+    const auto before = count_threads("app-consumer");
+    std::vector<std::shared_ptr<fake_channel>> channels;
+    for (int i = 0; i < clients; ++i) {
+        const std::string id = "pooled-" + std::to_string(i);
+        channels.push_back(connect(id, true, mqtt::protocol_version::v5, expiry));
+        subscribe(id, *channels.back(), "pool/#", mqtt::qos::at_least_once);
+    }
+    publish_many(node_->core(), "pool/t", 1, 5);
+    for (int i = 0; i < clients; ++i) {
+        const std::string id = "pooled-" + std::to_string(i);
+        for (int m = 1; m <= 5; ++m) {
+            auto msg = channels[i]->expect<mqtt::publish>(10s);
+            ASSERT_EQ(msg.payload, std::to_string(m)) << id;
+            send(id, *channels[i], mqtt::puback{msg.packet_id, mqtt::reason_code::success, {}});
+        }
+    }
+    const auto after = count_threads("app-consumer");
+    EXPECT_EQ(before.named, 0U);
+    EXPECT_EQ(after.named, 2U);
+    // Not a thread per consumer under another name either.
+    EXPECT_LT(after.total - before.total, 10U)
+        << before.total << " threads before the clients, " << after.total << " after";
 }
 
 TEST_F(application_clients, unacknowledged_messages_keep_their_packet_ids_with_dup) {

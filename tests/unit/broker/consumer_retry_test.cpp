@@ -79,8 +79,9 @@ class failing_log final : public message_log {
 
 TEST(consumer_retry, a_poll_that_keeps_failing_is_retried_after_growing_waits) {
     failing_log log;
-    app_consumer consumer(log, {.topic = "t", .group = "g", .prepare = [] { return status{}; }},
-                          [] {});
+    consumer_pool pool("test-pool", 2);
+    app_consumer consumer(pool, log,
+                          {.topic = "t", .group = "g", .prepare = [] { return status{}; }}, [] {});
     consumer.start();
     // 100 + 200 + 400 ms of waiting between the first and the fourth poll.
     ASSERT_TRUE(log.journal.wait_for_polls(4, 30s));
