@@ -81,6 +81,21 @@ struct unauthorized_client {
     std::string reason;
 };
 
+// Which rows of the unauthorized-client log a listing returns: newest first (ties by client
+// id), rows older than the log's TTL left out.
+struct unauthorized_query {
+    std::size_t limit = 100;
+    std::size_t offset = 0;
+    // Rows whose client id contains this text, compared case-insensitively (ASCII letters on
+    // every adapter; PostgreSQL folds other letters too) — TBMQ's textSearch; empty = all.
+    std::string client_id_contains;
+};
+
+struct unauthorized_page {
+    std::vector<unauthorized_client> rows;
+    std::size_t total = 0;  // rows matching the query over all pages
+};
+
 class metadata_store {
   public:
     template <class T>
@@ -119,8 +134,14 @@ class metadata_store {
     // Failed authentications (kept for operators; expired by TTL; bounded as described at
     // unauthorized_client). A row dropped by the rate limits still completes with success.
     virtual void record_unauthorized(unauthorized_client entry, done_callback done) = 0;
-    virtual void list_unauthorized(std::size_t limit,
-                                   callback<std::vector<unauthorized_client>> done) = 0;
+    virtual void list_unauthorized(unauthorized_query query, callback<unauthorized_page> done) = 0;
+    // One row by its stored (clamped) client id; nullopt when absent or expired.
+    virtual void find_unauthorized(std::string client_id,
+                                   callback<std::optional<unauthorized_client>> done) = 0;
+    // Removes one row; false when there was none.
+    virtual void delete_unauthorized(std::string client_id, callback<bool> done) = 0;
+    // Removes every row; completes with how many there were.
+    virtual void clear_unauthorized(callback<std::size_t> done) = 0;
 
     // admin_settings: JSON documents by key.
     virtual void put_setting(std::string key, std::string json_value, done_callback done) = 0;

@@ -67,6 +67,20 @@ inline unauthorized_client clamp(unauthorized_client entry) {
     return entry;
 }
 
+// The LIKE pattern, for `LIKE ? ESCAPE '\'`, that matches any text containing `text`; the
+// '%', '_' and backslash characters of `text` are matched literally.
+inline std::string like_contains_pattern(std::string_view text) {
+    std::string pattern = "%";
+    for (const char c : text) {
+        if (c == '%' || c == '_' || c == '\\') {
+            pattern.push_back('\\');
+        }
+        pattern.push_back(c);
+    }
+    pattern.push_back('%');
+    return pattern;
+}
+
 class unauthorized_log_limiter {
   public:
     unauthorized_log_limiter(const unauthorized_log_options& options, const clock& clk)

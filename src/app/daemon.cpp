@@ -8,6 +8,7 @@
 #include "adapters/postgres/postgres_metadata_store.h"
 #include "adapters/redis/redis_device_inbox.h"
 #include "adapters/redis/redis_shared_counters.h"
+#include "app/retained_admin.h"
 #include "app/security.h"
 #include "broker/blocked_clients_log.h"
 #include "broker/mqtt_connection.h"
@@ -18,8 +19,10 @@
 #include "http/credentials_api.h"
 #include "http/drops_api.h"
 #include "http/health.h"
+#include "http/log_level_api.h"
 #include "http/quota_api.h"
 #include "http/server.h"
+#include "http/unauthorized_client_api.h"
 #include "metrics/registry.h"
 #include "net/admission.h"
 #include "net/io_pool.h"
@@ -485,6 +488,9 @@ void daemon::start() {
                                  p.security.authenticator.get(), cfg_.security.admin_token);
     http::add_drops_routes(api, p.metrics.broker().drops(), cfg_.security.admin_token);
     http::add_quota_routes(api, p.quota, cfg_.security.admin_token);
+    http::add_log_level_routes(api, cfg_.security.admin_token);
+    http::add_unauthorized_client_routes(api, *p.metadata_port, cfg_.security.admin_token);
+    http::add_retained_msg_routes(api, retained_admin(p.node->core(), cfg_.security.admin_token));
     http::add_blocked_client_routes(
         api, http::blocked_client_api{
                  .list = *p.security.blocked,

@@ -13,6 +13,21 @@ bool set_log_level(std::string_view level) {
     return true;
 }
 
+std::string log_level() {
+    // spdlog names warn "warning" and critical "critical"; answer with the names the config and
+    // the API accept (from_str takes both spellings of warn).
+    const auto level = spdlog::get_level();
+    if (level == spdlog::level::warn) {
+        return "warn";
+    }
+    const auto name = spdlog::level::to_string_view(level);
+    return std::string(name.data(), name.size());
+}
+
+std::vector<std::string> log_level_names() {
+    return {"trace", "debug", "info", "warn", "error", "critical", "off"};
+}
+
 void init_logging(std::string_view level) {
     auto logger = spdlog::stderr_color_mt("starling");
     spdlog::set_default_logger(logger);

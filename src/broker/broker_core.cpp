@@ -80,8 +80,30 @@ void broker_core::publish(message_ptr msg, std::function<void(status)> done) {
         return;
     }
     // Retained: an empty payload deletes the topic's retained message (a tombstone on the
-    // compacted topic). The local store changes once the log has the record, so a SUBSCRIBE
-    // after the PUBACK sees it.
+    // compacted topic).
+    write_retained(msg, [join](status st) { join->complete(st ? std::error_code{} : st.error()); });
+}
+
+void broker_core::erase_retained(const std::string& topic, std::function<void(result<bool>)> done) {
+    if (!retained_.contains(topic)) {
+        done(false);
+        return;
+    }
+    auto tombstone = std::make_shared<app_message>();
+    tombstone->topic = topic;
+    tombstone->retain = true;
+    write_retained(std::move(tombstone), [done = std::move(done)](status st) {
+        if (st) {
+            done(true);
+        } else {
+            done(result<bool>(boost::system::in_place_error, st.error()));
+        }
+    });
+}
+
+void broker_core::write_retained(message_ptr msg, std::function<void(status)> done) {
+    // The local store changes once the log has the record, so a SUBSCRIBE after the PUBACK
+    // (or after the REST DELETE's answer) sees it.
     const bool erase = msg->payload.empty();
     std::string retained_value;
     if (!erase) {
@@ -89,20 +111,22 @@ void broker_core::publish(message_ptr msg, std::function<void(status)> done) {
         to_proto(*msg, *rm.mutable_msg());
         retained_value = rm.SerializeAsString();
     }
-    log_.produce(topics_.msg_retained(), msg->topic, std::move(retained_value), origin_headers(),
-                 [this, join, msg, erase](result<produce_ack> r) {
-                     if (r) {
-                         if (erase) {
-                             retained_.erase(msg->topic);
-                         } else {
-                             retained_.put(msg->topic, msg);
-                         }
-                         probe_.retained(static_cast<std::int64_t>(retained_.size()));
-                         join->complete({});
-                     } else {
-                         join->complete(r.error());
-                     }
-                 });
+    const std::string topic = msg->topic;
+    log_.produce(
+        topics_.msg_retained(), topic, std::move(retained_value), origin_headers(),
+        [this, done = std::move(done), msg = std::move(msg), erase](result<produce_ack> r) {
+            if (!r) {
+                done(r.error());
+                return;
+            }
+            if (erase) {
+                retained_.erase(msg->topic);
+            } else {
+                retained_.put(msg->topic, msg);
+            }
+            probe_.retained(static_cast<std::int64_t>(retained_.size()));
+            done(status{});
+        });
 }
 
 void broker_core::write_session(const session_record& record, std::function<void(status)> done) {

@@ -106,6 +106,13 @@ class broker_core {
     // acknowledged by the log, or with the first failure; it runs on a log thread.
     void publish(message_ptr msg, std::function<void(status)> done);
 
+    // Deletes the message retained under `topic` for the whole cluster: a tombstone on
+    // msg.retained (every node's follower drops it), and the local store forgets it once the
+    // log has the record. Unlike an empty retained PUBLISH nothing is sent to subscribers (an
+    // operator's delete). done(false) at once when nothing is retained under `topic`; otherwise
+    // it runs on a log thread.
+    void erase_retained(const std::string& topic, std::function<void(result<bool>)> done);
+
     // Writes the client's session record to client.session (empty value = tombstone).
     void write_session(const session_record& record, std::function<void(status)> done);
     void delete_session(const std::string& client_id, std::function<void(status)> done);
@@ -200,6 +207,10 @@ class broker_core {
     void set_stopping() { stopping_.store(true, std::memory_order_release); }
 
   private:
+    // Writes `msg` to msg.retained (an empty payload: a tombstone) and applies it to the local
+    // store once acknowledged. `done` runs on a log thread.
+    void write_retained(message_ptr msg, std::function<void(status)> done);
+
     group_inbox_moves group_moves_;
     settings cfg_;
     message_log& log_;

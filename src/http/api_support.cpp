@@ -1,6 +1,11 @@
 #include "http/api_support.h"
 
+#include <nlohmann/json.hpp>
 #include <openssl/crypto.h>
+
+#include <algorithm>
+#include <charconv>
+#include <utility>
 
 namespace starling::http {
 
@@ -21,6 +26,36 @@ int hex_value(char c) {
 
 }  // namespace
 
+admin_routes::admin_routes(router& routes, std::string token)
+    : routes_(routes), token_(std::make_shared<const std::string>(std::move(token))) {}
+
+void admin_routes::add(verb method, std::string path, handler fn) {
+    if (!enabled()) {
+        return;
+    }
+    routes_.add(method, std::move(path), [token = token_, fn = std::move(fn)](const request& req) {
+        return bearer_authorized(req, *token) ? fn(req) : unauthorized_response();
+    });
+}
+
+void admin_routes::add_async(verb method, std::string path, async_handler fn) {
+    if (!enabled()) {
+        return;
+    }
+    routes_.add_async(method, std::move(path),
+                      [token = token_, fn = std::move(fn)](const request& req, responder done) {
+                          if (!bearer_authorized(req, *token)) {
+                              done(unauthorized_response());
+                              return;
+                          }
+                          fn(req, std::move(done));
+                      });
+}
+
+response unauthorized_response() {
+    return error_response(status_code::unauthorized, "missing or wrong bearer token");
+}
+
 bool bearer_authorized(const request& req, std::string_view token) {
     for (const auto* header : {"Authorization", "X-Authorization"}) {
         auto it = req.find(header);
@@ -40,11 +75,11 @@ bool bearer_authorized(const request& req, std::string_view token) {
     return false;
 }
 
-std::optional<std::string> url_decode(std::string_view in) {
+std::optional<std::string> url_decode(std::string_view in, bool plus_is_space) {
     std::string out;
     out.reserve(in.size());
     for (std::size_t i = 0; i < in.size(); ++i) {
-        if (in[i] == '+') {
+        if (in[i] == '+' && plus_is_space) {
             out.push_back(' ');
         } else if (in[i] == '%') {
             if (i + 2 >= in.size()) {
@@ -89,6 +124,76 @@ std::optional<query_params> query_of(const request& req) {
         params.insert_or_assign(std::move(*key), std::move(*value));
     }
     return params;
+}
+
+std::optional<std::string> path_tail(const request& req, std::string_view prefix) {
+    std::string_view path(req.target().data(), req.target().size());
+    path = path.substr(0, path.find('?'));
+    if (!path.starts_with(prefix)) {
+        return std::nullopt;
+    }
+    return url_decode(path.substr(prefix.size()), /*plus_is_space=*/false);
+}
+
+std::variant<query_params, response> parsed_query(const request& req) {
+    auto params = query_of(req);
+    if (!params) {
+        return error_response(status_code::bad_request, "query: malformed percent-encoding");
+    }
+    return std::move(*params);
+}
+
+response json_response(const nlohmann::json& body) {
+    return make_response(status_code::ok, "application/json",
+                         body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+namespace {
+
+std::optional<std::int64_t> to_int(const std::string& s) {
+    std::int64_t v = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc{} || end != s.data() + s.size()) {
+        return std::nullopt;
+    }
+    return v;
+}
+
+}  // namespace
+
+std::variant<page_request, response> page_of(const query_params& params) {
+    page_request page;
+    if (auto it = params.find("pageSize"); it != params.end()) {
+        auto v = to_int(it->second);
+        if (!v || *v < 1 || *v > 1000) {
+            return error_response(status_code::bad_request, "pageSize: an integer from 1 to 1000");
+        }
+        page.size = *v;
+    }
+    if (auto it = params.find("page"); it != params.end()) {
+        auto v = to_int(it->second);
+        // The bound keeps page * size far from overflowing.
+        if (!v || *v < 0 || *v > 1'000'000'000) {
+            return error_response(status_code::bad_request,
+                                  "page: an integer from 0 to 1000000000");
+        }
+        page.page = *v;
+    }
+    return page;
+}
+
+std::pair<std::size_t, std::size_t> page_slice(std::size_t total, const page_request& page) {
+    // page_of bounds page and size, so the product fits.
+    const auto first = std::min(total, static_cast<std::size_t>(page.page * page.size));
+    return {first, std::min(total, first + static_cast<std::size_t>(page.size))};
+}
+
+nlohmann::json page_data(nlohmann::json data, std::int64_t total, const page_request& page) {
+    const std::int64_t first = page.page * page.size;
+    return {{"data", std::move(data)},
+            {"totalPages", (total + page.size - 1) / page.size},
+            {"totalElements", total},
+            {"hasNext", first + page.size < total}};
 }
 
 }  // namespace starling::http

@@ -5,10 +5,16 @@
 
 #include "http/router.h"
 
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
+#include <variant>
 
 namespace starling::http {
 
@@ -17,14 +23,63 @@ namespace starling::http {
 // guessed byte by byte from response times.
 bool bearer_authorized(const request& req, std::string_view token);
 
+// Registers /api routes behind the admin bearer token: each handler runs only for a request that
+// carries `Bearer <token>` (bearer_authorized); any other gets 401 first. With an empty token
+// nothing is registered, so a node without security.admin-token has no such routes (404)
+// rather than unprotected ones.
+class admin_routes {
+  public:
+    admin_routes(router& routes, std::string token);
+
+    bool enabled() const { return !token_->empty(); }
+    void add(verb method, std::string path, handler fn);
+    void add_async(verb method, std::string path, async_handler fn);
+
+  private:
+    router& routes_;
+    std::shared_ptr<const std::string> token_;
+};
+
+// The 401 every /api route answers without the right token.
+response unauthorized_response();
+
 // application/x-www-form-urlencoded decoding of one query component ('+' is a space, %XX a
-// byte); nullopt when a '%' is not followed by two hex digits.
-std::optional<std::string> url_decode(std::string_view in);
+// byte); nullopt when a '%' is not followed by two hex digits. With `plus_is_space` false,
+// '+' stays '+' (the rule for path segments).
+std::optional<std::string> url_decode(std::string_view in, bool plus_is_space = true);
+
+// The percent-decoded rest of the request path after `prefix` (the query string left out), for
+// routes registered as "<prefix>*": "/api/x/a%2Fb?q" with prefix "/api/x/" → "a/b". nullopt
+// when the path does not start with `prefix` or its encoding is malformed.
+std::optional<std::string> path_tail(const request& req, std::string_view prefix);
 
 using query_params = std::unordered_map<std::string, std::string>;
 
 // The decoded query parameters of the request target (a repeated name keeps its last value);
 // nullopt when one of them is not decodable.
 std::optional<query_params> query_of(const request& req);
+
+// query_of, or the 400 that says the query's encoding is malformed.
+std::variant<query_params, response> parsed_query(const request& req);
+
+// 200 with a JSON body. Strings that came from clients (ids, usernames) may not be valid UTF-8:
+// such bytes are written as U+FFFD rather than failing the response.
+response json_response(const nlohmann::json& body);
+
+// The page a TBMQ-style paged GET asks for: `pageSize` 1..1000 (default 100), `page` from 0.
+struct page_request {
+    std::int64_t size = 100;
+    std::int64_t page = 0;
+};
+
+// The page in `params`, or the 400 response naming the bad parameter.
+std::variant<page_request, response> page_of(const query_params& params);
+
+// The [first, last) indices of `page` in a list of `total` elements (empty past the end).
+std::pair<std::size_t, std::size_t> page_slice(std::size_t total, const page_request& page);
+
+// TBMQ's PageData: {"data":[...],"totalPages":n,"totalElements":n,"hasNext":b}, where `data`
+// is the requested page of `total` elements.
+nlohmann::json page_data(nlohmann::json data, std::int64_t total, const page_request& page);
 
 }  // namespace starling::http

@@ -6,7 +6,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <charconv>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -18,17 +17,6 @@ namespace {
 
 using json = nlohmann::json;
 constexpr std::string_view path = "/api/blockedClient";
-constexpr std::int64_t default_page_size = 100;
-constexpr std::int64_t max_page_size = 1000;
-
-std::optional<std::int64_t> to_int(const std::string& s) {
-    std::int64_t v = 0;
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc{} || end != s.data() + s.size()) {
-        return std::nullopt;
-    }
-    return v;
-}
 
 json to_json(const auth::blocked_entry& e) {
     json j = {{"type", auth::tbmq_name(e.type)},
@@ -38,12 +26,6 @@ json to_json(const auth::blocked_entry& e) {
     j["regexMatchTarget"] =
         e.type == auth::block_type::regex ? json(auth::tbmq_name(e.target)) : json(nullptr);
     return j;
-}
-
-response json_response(const json& j) {
-    // Values come from clients (a CLIENT_ID rule's id): invalid UTF-8 becomes U+FFFD.
-    return make_response(status_code::ok, "application/json",
-                         j.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 // The entry a POST body describes, or the 400 response naming the bad field.
@@ -103,116 +85,84 @@ std::variant<auth::blocked_entry, response> entry_from_body(const std::string& b
 }  // namespace
 
 void add_blocked_client_routes(router& routes, blocked_client_api api) {
-    if (api.admin_token.empty()) {
+    admin_routes admin(routes, api.admin_token);
+    if (!admin.enabled()) {
         spdlog::info("blocked-client REST API disabled (security.admin-token is empty)");
         return;
     }
     auto shared = std::make_shared<blocked_client_api>(std::move(api));
-    auto unauthorized = [] {
-        return error_response(status_code::unauthorized, "missing or wrong bearer token");
-    };
 
-    routes.add(verb::get, std::string(path), [shared, unauthorized](const request& req) {
-        if (!bearer_authorized(req, shared->admin_token)) {
-            return unauthorized();
+    admin.add(verb::get, std::string(path), [shared](const request& req) {
+        auto params = parsed_query(req);
+        if (auto* bad = std::get_if<response>(&params)) {
+            return std::move(*bad);
         }
-        auto params = query_of(req);
-        if (!params) {
-            return error_response(status_code::bad_request, "query: malformed percent-encoding");
+        auto page = page_of(std::get<query_params>(params));
+        if (auto* bad = std::get_if<response>(&page)) {
+            return std::move(*bad);
         }
-        std::int64_t page_size = default_page_size;
-        std::int64_t page = 0;
-        if (auto it = params->find("pageSize"); it != params->end()) {
-            auto v = to_int(it->second);
-            if (!v || *v < 1 || *v > max_page_size) {
-                return error_response(status_code::bad_request,
-                                      "pageSize: an integer from 1 to 1000");
-            }
-            page_size = *v;
-        }
-        if (auto it = params->find("page"); it != params->end()) {
-            auto v = to_int(it->second);
-            if (!v || *v < 0) {
-                return error_response(status_code::bad_request, "page: an integer from 0");
-            }
-            page = *v;
-        }
+        const auto& wanted = std::get<page_request>(page);
         const auto all = shared->list.list(shared->now_ms());
-        const auto total = static_cast<std::int64_t>(all.size());
+        const auto [first, last] = page_slice(all.size(), wanted);
         json data = json::array();
-        const std::int64_t first = std::min(total, page * page_size);
-        const std::int64_t last = std::min(total, first + page_size);
-        for (std::int64_t i = first; i < last; ++i) {
-            data.push_back(to_json(all[static_cast<std::size_t>(i)]));
+        for (std::size_t i = first; i < last; ++i) {
+            data.push_back(to_json(all[i]));
         }
-        return json_response({{"data", std::move(data)},
-                              {"totalPages", (total + page_size - 1) / page_size},
-                              {"totalElements", total},
-                              {"hasNext", last < total}});
+        return json_response(
+            page_data(std::move(data), static_cast<std::int64_t>(all.size()), wanted));
     });
 
-    routes.add_async(
-        verb::post, std::string(path), [shared, unauthorized](const request& req, responder done) {
-            if (!bearer_authorized(req, shared->admin_token)) {
-                done(unauthorized());
-                return;
-            }
-            auto parsed = entry_from_body(req.body());
-            if (auto* bad = std::get_if<response>(&parsed)) {
-                done(std::move(*bad));
-                return;
-            }
-            auto entry = std::get<auth::blocked_entry>(std::move(parsed));
-            entry.value = auth::blocked_clients::canonical_value(entry.type, entry.value);
-            json body = to_json(entry);
-            shared->put(std::move(entry), [done = std::move(done),
-                                           body = std::move(body)](status st) mutable {
-                if (!st) {
-                    done(error_response(status_code::service_unavailable,
-                                        "cannot store the rule: " + st.error().message()));
-                    return;
-                }
-                done(json_response(body));
-            });
-        });
+    admin.add_async(verb::post, std::string(path), [shared](const request& req, responder done) {
+        auto parsed = entry_from_body(req.body());
+        if (auto* bad = std::get_if<response>(&parsed)) {
+            done(std::move(*bad));
+            return;
+        }
+        auto entry = std::get<auth::blocked_entry>(std::move(parsed));
+        entry.value = auth::blocked_clients::canonical_value(entry.type, entry.value);
+        json body = to_json(entry);
+        shared->put(std::move(entry),
+                    [done = std::move(done), body = std::move(body)](status st) mutable {
+                        if (!st) {
+                            done(error_response(status_code::service_unavailable,
+                                                "cannot store the rule: " + st.error().message()));
+                            return;
+                        }
+                        done(json_response(body));
+                    });
+    });
 
-    routes.add_async(
-        verb::delete_, std::string(path),
-        [shared, unauthorized](const request& req, responder done) {
-            if (!bearer_authorized(req, shared->admin_token)) {
-                done(unauthorized());
-                return;
+    admin.add_async(verb::delete_, std::string(path), [shared](const request& req, responder done) {
+        auto parsed_params = parsed_query(req);
+        if (auto* bad = std::get_if<response>(&parsed_params)) {
+            done(std::move(*bad));
+            return;
+        }
+        const auto* params = &std::get<query_params>(parsed_params);
+        auto type_it = params->find("type");
+        auto value_it = params->find("value");
+        auto type =
+            type_it == params->end() ? std::nullopt : auth::block_type_from_tbmq(type_it->second);
+        if (!type) {
+            done(error_response(status_code::bad_request,
+                                "type: required, one of CLIENT_ID, USERNAME, IP_ADDRESS, REGEX"));
+            return;
+        }
+        if (value_it == params->end() || value_it->second.empty()) {
+            done(error_response(status_code::bad_request, "value: required"));
+            return;
+        }
+        shared->erase(*type, value_it->second, [done = std::move(done)](result<bool> removed) {
+            if (!removed) {
+                done(error_response(status_code::service_unavailable,
+                                    "cannot remove the rule: " + removed.error().message()));
+            } else if (!removed.value()) {
+                done(error_response(status_code::not_found, "no such blocked client rule"));
+            } else {
+                done(json_response(json::object()));
             }
-            auto params = query_of(req);
-            if (!params) {
-                done(error_response(status_code::bad_request, "query: malformed percent-encoding"));
-                return;
-            }
-            auto type_it = params->find("type");
-            auto value_it = params->find("value");
-            auto type = type_it == params->end() ? std::nullopt
-                                                 : auth::block_type_from_tbmq(type_it->second);
-            if (!type) {
-                done(error_response(
-                    status_code::bad_request,
-                    "type: required, one of CLIENT_ID, USERNAME, IP_ADDRESS, REGEX"));
-                return;
-            }
-            if (value_it == params->end() || value_it->second.empty()) {
-                done(error_response(status_code::bad_request, "value: required"));
-                return;
-            }
-            shared->erase(*type, value_it->second, [done = std::move(done)](result<bool> removed) {
-                if (!removed) {
-                    done(error_response(status_code::service_unavailable,
-                                        "cannot remove the rule: " + removed.error().message()));
-                } else if (!removed.value()) {
-                    done(error_response(status_code::not_found, "no such blocked client rule"));
-                } else {
-                    done(json_response(json::object()));
-                }
-            });
         });
+    });
 }
 
 }  // namespace starling::http

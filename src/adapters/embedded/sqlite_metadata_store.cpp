@@ -541,39 +541,114 @@ void sqlite_metadata_store::record_unauthorized(unauthorized_client entry, done_
     });
 }
 
-void sqlite_metadata_store::list_unauthorized(std::size_t limit,
-                                              callback<std::vector<unauthorized_client>> done) {
+namespace {
+
+unauthorized_client unauthorized_row(const sqlite_stmt& stmt) {
+    return unauthorized_client{
+        .client_id = stmt.column_text(0),
+        .ip_address = stmt.column_text(1),
+        .ts_ms = stmt.column_int64(2),
+        .username = stmt.column_text(3),
+        .password_provided = stmt.column_int64(4) != 0,
+        .tls_used = stmt.column_int64(5) != 0,
+        .reason = stmt.column_text(6),
+    };
+}
+
+}  // namespace
+
+void sqlite_metadata_store::list_unauthorized(unauthorized_query query,
+                                              callback<unauthorized_page> done) {
     submit(std::move(done),
-           [this, limit](sqlite_db& db) -> result<std::vector<unauthorized_client>> {
+           [this, q = std::move(query)](sqlite_db& db) -> result<unauthorized_page> {
+               // SQLite's LIKE folds ASCII letters only, as the port promises.
+               const std::string pattern = like_contains_pattern(q.client_id_contains);
+               const std::int64_t oldest = clock_.epoch_ms() - options_.unauthorized_ttl_ms;
+               unauthorized_page page;
+               auto count = db.prepare(
+                   "SELECT COUNT(*) FROM unauthorized_client WHERE ts > ?"
+                   " AND client_id LIKE ? ESCAPE '\\'");
+               if (!count) {
+                   return count.error();
+               }
+               count->bind(1, oldest).bind(2, pattern);
+               if (auto row = count->step(); !row) {
+                   return row.error();
+               } else if (*row) {
+                   page.total = static_cast<std::size_t>(count->column_int64(0));
+               }
                auto stmt = db.prepare(
                    "SELECT client_id, ip_address, ts, username, password_provided, tls_used,"
                    " reason FROM unauthorized_client WHERE ts > ?"
-                   " ORDER BY ts DESC, client_id LIMIT ?");
+                   " AND client_id LIKE ? ESCAPE '\\'"
+                   " ORDER BY ts DESC, client_id LIMIT ? OFFSET ?");
                if (!stmt) {
                    return stmt.error();
                }
-               stmt->bind(1, clock_.epoch_ms() - options_.unauthorized_ttl_ms)
-                   .bind(2, to_sql_limit(limit));
-               std::vector<unauthorized_client> rows;
+               stmt->bind(1, oldest)
+                   .bind(2, pattern)
+                   .bind(3, to_sql_limit(q.limit))
+                   .bind(4, to_sql_limit(q.offset));
                for (;;) {
                    auto row = stmt->step();
                    if (!row) {
                        return row.error();
                    }
                    if (!*row) {
-                       return rows;
+                       return page;
                    }
-                   rows.push_back(unauthorized_client{
-                       .client_id = stmt->column_text(0),
-                       .ip_address = stmt->column_text(1),
-                       .ts_ms = stmt->column_int64(2),
-                       .username = stmt->column_text(3),
-                       .password_provided = stmt->column_int64(4) != 0,
-                       .tls_used = stmt->column_int64(5) != 0,
-                       .reason = stmt->column_text(6),
-                   });
+                   page.rows.push_back(unauthorized_row(*stmt));
                }
            });
+}
+
+void sqlite_metadata_store::find_unauthorized(std::string client_id,
+                                              callback<std::optional<unauthorized_client>> done) {
+    submit(std::move(done),
+           [this, id = std::move(client_id)](
+               sqlite_db& db) -> result<std::optional<unauthorized_client>> {
+               auto stmt = db.prepare(
+                   "SELECT client_id, ip_address, ts, username, password_provided, tls_used,"
+                   " reason FROM unauthorized_client WHERE client_id = ? AND ts > ?");
+               if (!stmt) {
+                   return stmt.error();
+               }
+               stmt->bind(1, id).bind(2, clock_.epoch_ms() - options_.unauthorized_ttl_ms);
+               auto row = stmt->step();
+               if (!row) {
+                   return row.error();
+               }
+               if (!*row) {
+                   return std::optional<unauthorized_client>();
+               }
+               return std::optional<unauthorized_client>(unauthorized_row(*stmt));
+           });
+}
+
+void sqlite_metadata_store::delete_unauthorized(std::string client_id, callback<bool> done) {
+    submit(std::move(done), [id = std::move(client_id)](sqlite_db& db) -> result<bool> {
+        auto stmt = db.prepare("DELETE FROM unauthorized_client WHERE client_id = ?");
+        if (!stmt) {
+            return {boost::system::in_place_error, stmt.error()};
+        }
+        if (auto st = stmt->bind(1, id).run(); !st) {
+            return {boost::system::in_place_error, st.error()};
+        }
+        return db.changes() > 0;
+    });
+}
+
+void sqlite_metadata_store::clear_unauthorized(callback<std::size_t> done) {
+    submit(std::move(done), [](sqlite_db& db) -> result<std::size_t> {
+        auto stmt = db.prepare("DELETE FROM unauthorized_client");
+        if (!stmt) {
+            return {boost::system::in_place_error, stmt.error()};
+        }
+        if (auto st = stmt->run(); !st) {
+            return {boost::system::in_place_error, st.error()};
+        }
+        return static_cast<std::size_t>(db.changes());
+    });
 }
 
 // --- admin_settings --------------------------------------------------------------------------

@@ -95,7 +95,7 @@ void post_call(sqlite_worker& worker, std::atomic<bool>& storage_ok, std::functi
         done(std::move(r));
     });
     if (!st) {
-        done(R(st.error()));
+        done(R(boost::system::in_place_error, st.error()));
     }
 }
 

@@ -139,7 +139,7 @@ R run_with_retry(pg_session& session, Work& work) {
     for (int attempt = 0;; ++attempt) {
         pqxx::connection_base* c = attempt == 0 ? session.connection() : session.reconnect_now();
         if (c == nullptr) {
-            return R(make_error_code(pg_errc::unavailable));
+            return R(boost::system::in_place_error, make_error_code(pg_errc::unavailable));
         }
         std::error_code ec;
         try {
@@ -151,11 +151,11 @@ R run_with_retry(pg_session& session, Work& work) {
         }
         if (!is_connection_loss(ec)) {
             session.note_reachable();  // the server answered, with an error
-            return R(ec);
+            return R(boost::system::in_place_error, ec);
         }
         session.mark_broken();
         if (attempt == 1) {
-            return R(ec);
+            return R(boost::system::in_place_error, ec);
         }
     }
 }
@@ -171,7 +171,7 @@ void post_call(pg_pool& pool, const std::string* key, std::function<void(R)> don
     auto st = key != nullptr ? pool.post(std::hash<std::string>{}(*key), std::move(task))
                              : pool.post_any(std::move(task));
     if (!st) {
-        done(R(st.error()));
+        done(R(boost::system::in_place_error, st.error()));
     }
 }
 
@@ -597,32 +597,91 @@ void postgres_metadata_store::record_unauthorized(unauthorized_client entry, don
               });
 }
 
-void postgres_metadata_store::list_unauthorized(std::size_t limit,
-                                                callback<std::vector<unauthorized_client>> done) {
+namespace {
+
+constexpr const char* unauthorized_columns =
+    "client_id, ip_address, ts, username, password_provided, tls_used, reason";
+
+unauthorized_client unauthorized_row(const pqxx::row& row) {
+    return unauthorized_client{
+        .client_id = text_of(row[0]),
+        .ip_address = text_of(row[1]),
+        .ts_ms = row[2].as<std::int64_t>(),
+        .username = text_of(row[3]),
+        .password_provided = row[4].as<bool>(),
+        .tls_used = row[5].as<bool>(),
+        .reason = text_of(row[6]),
+    };
+}
+
+}  // namespace
+
+void postgres_metadata_store::list_unauthorized(unauthorized_query query,
+                                                callback<unauthorized_page> done) {
     post_call(
         pool_, nullptr, std::move(done),
-        [this, limit](pqxx::connection_base& conn) -> result<std::vector<unauthorized_client>> {
-            pqxx::nontransaction tx(conn);
-            const auto rows = tx.exec_params(
-                "SELECT client_id, ip_address, ts, username, password_provided, tls_used,"
-                " reason FROM unauthorized_client WHERE ts > $1"
-                " ORDER BY ts DESC, client_id LIMIT $2",
-                clock_.epoch_ms() - tuning_.unauthorized_ttl_ms, to_sql_limit(limit));
-            std::vector<unauthorized_client> out;
-            out.reserve(rows.size());
+        [this, q = std::move(query)](pqxx::connection_base& conn) -> result<unauthorized_page> {
+            const std::string pattern = like_contains_pattern(q.client_id_contains);
+            const std::int64_t oldest = clock_.epoch_ms() - tuning_.unauthorized_ttl_ms;
+            // One snapshot for the count and the page, so `total` agrees with the rows.
+            pqxx::read_transaction tx(conn);
+            unauthorized_page page;
+            page.total = tx.exec_params1(
+                               "SELECT COUNT(*) FROM unauthorized_client"
+                               " WHERE ts > $1 AND client_id ILIKE $2"
+                               " ESCAPE '\\'",
+                               oldest, pattern)[0]
+                             .as<std::size_t>();
+            const auto rows =
+                tx.exec_params(fmt::format("SELECT {} FROM unauthorized_client WHERE ts > $1"
+                                           " AND client_id ILIKE $2 ESCAPE '\\'"
+                                           " ORDER BY ts DESC, client_id LIMIT $3 OFFSET $4",
+                                           unauthorized_columns),
+                               oldest, pattern, to_sql_limit(q.limit), to_sql_limit(q.offset));
+            page.rows.reserve(rows.size());
             for (const auto& row : rows) {
-                out.push_back(unauthorized_client{
-                    .client_id = text_of(row[0]),
-                    .ip_address = text_of(row[1]),
-                    .ts_ms = row[2].as<std::int64_t>(),
-                    .username = text_of(row[3]),
-                    .password_provided = row[4].as<bool>(),
-                    .tls_used = row[5].as<bool>(),
-                    .reason = text_of(row[6]),
-                });
+                page.rows.push_back(unauthorized_row(row));
             }
-            return out;
+            tx.commit();
+            return page;
         });
+}
+
+void postgres_metadata_store::find_unauthorized(std::string client_id,
+                                                callback<std::optional<unauthorized_client>> done) {
+    post_call(pool_, nullptr, std::move(done),
+              [this, id = std::move(client_id)](
+                  pqxx::connection_base& conn) -> result<std::optional<unauthorized_client>> {
+                  pqxx::nontransaction tx(conn);
+                  const auto rows = tx.exec_params(
+                      fmt::format("SELECT {} FROM unauthorized_client WHERE client_id = $1"
+                                  " AND ts > $2",
+                                  unauthorized_columns),
+                      id, clock_.epoch_ms() - tuning_.unauthorized_ttl_ms);
+                  if (rows.empty()) {
+                      return std::optional<unauthorized_client>();
+                  }
+                  return std::optional<unauthorized_client>(unauthorized_row(rows[0]));
+              });
+}
+
+void postgres_metadata_store::delete_unauthorized(std::string client_id, callback<bool> done) {
+    const std::string key = client_id;
+    post_call(pool_, &key, std::move(done),
+              [id = std::move(client_id)](pqxx::connection_base& conn) -> result<bool> {
+                  pqxx::nontransaction tx(conn);
+                  return tx.exec_params("DELETE FROM unauthorized_client WHERE client_id = $1", id)
+                             .affected_rows() > 0;
+              });
+}
+
+void postgres_metadata_store::clear_unauthorized(callback<std::size_t> done) {
+    post_call(pool_, nullptr, std::move(done),
+              [](pqxx::connection_base& conn) -> result<std::size_t> {
+                  pqxx::nontransaction tx(conn);
+                  return static_cast<std::size_t>(
+                      tx.exec("DELETE FROM unauthorized_client").affected_rows());
+              });
 }
 
 // --- admin_settings --------------------------------------------------------------------------

@@ -75,8 +75,11 @@ class postgres_metadata_store final : public metadata_store {
         callback<std::optional<application_shared_subscription>> done) override;
 
     void record_unauthorized(unauthorized_client entry, done_callback done) override;
-    void list_unauthorized(std::size_t limit,
-                           callback<std::vector<unauthorized_client>> done) override;
+    void list_unauthorized(unauthorized_query query, callback<unauthorized_page> done) override;
+    void find_unauthorized(std::string client_id,
+                           callback<std::optional<unauthorized_client>> done) override;
+    void delete_unauthorized(std::string client_id, callback<bool> done) override;
+    void clear_unauthorized(callback<std::size_t> done) override;
 
     void put_setting(std::string key, std::string json_value, done_callback done) override;
     void get_setting(std::string key, callback<std::optional<std::string>> done) override;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <set>
 #include <string>
 
 namespace starling::testing {
@@ -350,6 +351,101 @@ TEST_P(metadata_store_contract, unauthorized_log_rate_limits_each_address) {
     rows = list_unauthorized(1000);
     ASSERT_TRUE(rows);
     EXPECT_EQ(rows->size(), 12u);
+}
+
+// Pages of the log are consistent with its total; textSearch is a case-insensitive literal
+// substring of the client id ('%' and '_' are not wildcards).
+TEST_P(metadata_store_contract, unauthorized_log_pages_and_searches) {
+    const std::int64_t now = clock_.epoch_ms();
+    const std::vector<std::string> ids = {"dev-1",   "dev-10",  "DEV-11", "gw-1",
+                                          "50%_off", "500-off", "a\\b"};
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        // One address each: the per-address rate limit is not under test here.
+        ASSERT_TRUE(record_unauthorized({.client_id = ids[i],
+                                         .ip_address = "10.0.1." + std::to_string(i),
+                                         .ts_ms = now - 1000 * static_cast<std::int64_t>(i),
+                                         .reason = "r"}));
+    }
+    std::vector<std::string> paged;
+    for (std::size_t offset = 0; offset < 9; offset += 3) {
+        auto page = query_unauthorized({.limit = 3, .offset = offset});
+        ASSERT_TRUE(page) << page.error().message();
+        EXPECT_EQ(page->total, ids.size());
+        for (const auto& row : page->rows) {
+            paged.push_back(row.client_id);
+        }
+    }
+    EXPECT_EQ(paged, ids) << "newest first, each row on exactly one page";
+
+    auto search = [&](const std::string& text) {
+        std::set<std::string> found;
+        auto page = query_unauthorized({.limit = 100, .client_id_contains = text});
+        EXPECT_TRUE(page) << page.error().message();
+        if (page) {
+            EXPECT_EQ(page->total, page->rows.size()) << text;
+            for (const auto& row : page->rows) {
+                found.insert(row.client_id);
+            }
+        }
+        return found;
+    };
+    EXPECT_EQ(search("dev-1"), (std::set<std::string>{"dev-1", "dev-10", "DEV-11"}));
+    EXPECT_EQ(search("dEv-11"), (std::set<std::string>{"DEV-11"}));
+    EXPECT_EQ(search("0%_"), (std::set<std::string>{"50%_off"}));
+    EXPECT_EQ(search("_"), (std::set<std::string>{"50%_off"}));
+    EXPECT_EQ(search("\\"), (std::set<std::string>{"a\\b"}));
+    EXPECT_EQ(search("absent"), (std::set<std::string>{}));
+    auto limited = query_unauthorized({.limit = 1, .client_id_contains = "dev"});
+    ASSERT_TRUE(limited);
+    EXPECT_EQ(limited->rows.size(), 1u);
+    EXPECT_EQ(limited->total, 3u);
+}
+
+TEST_P(metadata_store_contract, unauthorized_rows_are_found_deleted_and_cleared) {
+    const std::int64_t now = clock_.epoch_ms();
+    ASSERT_TRUE(record_unauthorized({.client_id = "a",
+                                     .ip_address = "10.0.2.1",
+                                     .ts_ms = now,
+                                     .username = "alice",
+                                     .password_provided = true,
+                                     .tls_used = true,
+                                     .reason = "bad password"}));
+    ASSERT_TRUE(record_unauthorized(
+        {.client_id = "b", .ip_address = "10.0.2.2", .ts_ms = now, .reason = "x"}));
+    ASSERT_TRUE(record_unauthorized(
+        {.client_id = "c", .ip_address = "10.0.2.3", .ts_ms = now, .reason = "x"}));
+
+    auto found = find_unauthorized("a");
+    ASSERT_TRUE(found) << found.error().message();
+    ASSERT_TRUE(found->has_value());
+    EXPECT_EQ((*found)->username, "alice");
+    EXPECT_TRUE((*found)->password_provided);
+    EXPECT_TRUE((*found)->tls_used);
+    EXPECT_EQ((*found)->reason, "bad password");
+    EXPECT_EQ((*found)->ts_ms, now);
+    auto missing = find_unauthorized("A");
+    ASSERT_TRUE(missing);
+    EXPECT_FALSE(missing->has_value()) << "lookups by id are exact";
+
+    auto removed = delete_unauthorized("a");
+    ASSERT_TRUE(removed) << removed.error().message();
+    EXPECT_TRUE(*removed);
+    removed = delete_unauthorized("a");
+    ASSERT_TRUE(removed);
+    EXPECT_FALSE(*removed);
+    found = find_unauthorized("a");
+    ASSERT_TRUE(found);
+    EXPECT_FALSE(found->has_value());
+
+    auto cleared = clear_unauthorized();
+    ASSERT_TRUE(cleared) << cleared.error().message();
+    EXPECT_EQ(*cleared, 2u);
+    auto rows = list_unauthorized(10);
+    ASSERT_TRUE(rows);
+    EXPECT_TRUE(rows->empty());
+    cleared = clear_unauthorized();
+    ASSERT_TRUE(cleared);
+    EXPECT_EQ(*cleared, 0u);
 }
 
 // --- settings ----------------------------------------------------------------------------------

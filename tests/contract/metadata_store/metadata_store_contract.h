@@ -104,8 +104,27 @@ class metadata_store_test_base : public ::testing::TestWithParam<metadata_store_
             [&](auto done) { store_->record_unauthorized(std::move(entry), std::move(done)); });
     }
     result<std::vector<unauthorized_client>> list_unauthorized(std::size_t limit) {
-        return await<result<std::vector<unauthorized_client>>>(
-            [&](auto done) { store_->list_unauthorized(limit, std::move(done)); });
+        auto page = query_unauthorized({.limit = limit});
+        if (!page) {
+            return page.error();
+        }
+        return std::move(page.value().rows);
+    }
+    result<unauthorized_page> query_unauthorized(unauthorized_query query) {
+        return await<result<unauthorized_page>>(
+            [&](auto done) { store_->list_unauthorized(std::move(query), std::move(done)); });
+    }
+    result<std::optional<unauthorized_client>> find_unauthorized(const std::string& id) {
+        return await<result<std::optional<unauthorized_client>>>(
+            [&](auto done) { store_->find_unauthorized(id, std::move(done)); });
+    }
+    result<bool> delete_unauthorized(const std::string& id) {
+        return await<result<bool>>(
+            [&](auto done) { store_->delete_unauthorized(id, std::move(done)); });
+    }
+    result<std::size_t> clear_unauthorized() {
+        return await<result<std::size_t>>(
+            [&](auto done) { store_->clear_unauthorized(std::move(done)); });
     }
     status put_setting(const std::string& key, const std::string& value) {
         return await<status>([&](auto done) { store_->put_setting(key, value, std::move(done)); });

@@ -289,12 +289,12 @@ TEST_F(postgres_metadata_store_test, unauthorized_log_keeps_the_newest_max_rows)
         }));
     }
     EXPECT_EQ(count(cfg_, "SELECT count(*) FROM unauthorized_client"), 5);
-    auto rows = await<result<std::vector<unauthorized_client>>>(
-        [&](auto done) { store->list_unauthorized(100, done); });
+    auto rows = await<result<unauthorized_page>>(
+        [&](auto done) { store->list_unauthorized({.limit = 100}, done); });
     ASSERT_TRUE(rows) << rows.error().message();
-    ASSERT_EQ(rows->size(), 5u);
-    EXPECT_EQ(rows->front().client_id, "c19");
-    EXPECT_EQ(rows->back().client_id, "c15");
+    ASSERT_EQ(rows->rows.size(), 5u);
+    EXPECT_EQ(rows->rows.front().client_id, "c19");
+    EXPECT_EQ(rows->rows.back().client_id, "c15");
 }
 
 TEST_F(postgres_metadata_store_test, unauthorized_entries_expire_after_the_ttl) {
@@ -309,10 +309,10 @@ TEST_F(postgres_metadata_store_test, unauthorized_entries_expire_after_the_ttl) 
         });
     };
     auto listed = [&] {
-        auto rows = await<result<std::vector<unauthorized_client>>>(
-            [&](auto done) { store->list_unauthorized(10, done); });
+        auto rows = await<result<unauthorized_page>>(
+            [&](auto done) { store->list_unauthorized({.limit = 10}, done); });
         EXPECT_TRUE(rows);
-        return rows ? rows->size() : 0u;
+        return rows ? rows->rows.size() : 0u;
     };
     ASSERT_TRUE(record("a"));
     clock_.advance(999ms);

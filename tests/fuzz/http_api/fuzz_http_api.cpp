@@ -1,6 +1,7 @@
 // libFuzzer target for the HTTP router and the /api handlers' request parsing (JSON bodies,
-// query strings, URL-encoded path parts): credentials, blocked clients, drops and quota, plus
-// the actuator routes, behind the admin bearer token, as the daemon registers them.
+// query strings, URL-encoded path parts): credentials, blocked clients, unauthorized clients,
+// retained messages, drops and quota, plus the actuator routes, behind the admin bearer token,
+// as the daemon registers them.
 //
 // Input: one mode byte, then the request target up to the first '\n', then the body.
 //   bits 0-1  method: GET, POST, DELETE, PUT
@@ -27,7 +28,9 @@
 #include "http/drops_api.h"
 #include "http/health.h"
 #include "http/quota_api.h"
+#include "http/retained_msg_api.h"
 #include "http/router.h"
+#include "http/unauthorized_client_api.h"
 #include "metrics/registry.h"
 #include "starling/metadata_store.h"
 
@@ -107,9 +110,35 @@ class memory_store final : public metadata_store {
         std::string, callback<std::optional<application_shared_subscription>> done) override {
         done(std::optional<application_shared_subscription>());
     }
-    void record_unauthorized(unauthorized_client, done_callback done) override { done({}); }
-    void list_unauthorized(std::size_t, callback<std::vector<unauthorized_client>> done) override {
-        done(std::vector<unauthorized_client>());
+    void record_unauthorized(unauthorized_client c, done_callback done) override {
+        unauthorized_[c.client_id] = std::move(c);
+        done({});
+    }
+    void list_unauthorized(unauthorized_query q, callback<unauthorized_page> done) override {
+        unauthorized_page page;
+        for (const auto& [id, c] : unauthorized_) {
+            if (id.find(q.client_id_contains) == std::string::npos) {
+                continue;
+            }
+            if (page.total++ >= q.offset && page.rows.size() < q.limit) {
+                page.rows.push_back(c);
+            }
+        }
+        done(std::move(page));
+    }
+    void find_unauthorized(std::string id,
+                           callback<std::optional<unauthorized_client>> done) override {
+        auto it = unauthorized_.find(id);
+        done(it == unauthorized_.end() ? std::optional<unauthorized_client>()
+                                       : std::optional<unauthorized_client>(it->second));
+    }
+    void delete_unauthorized(std::string id, callback<bool> done) override {
+        done(unauthorized_.erase(id) > 0);
+    }
+    void clear_unauthorized(callback<std::size_t> done) override {
+        const auto n = unauthorized_.size();
+        unauthorized_.clear();
+        done(n);
     }
     void put_setting(std::string, std::string, done_callback done) override { done({}); }
     void get_setting(std::string, callback<std::optional<std::string>> done) override {
@@ -117,10 +146,20 @@ class memory_store final : public metadata_store {
     }
     bool healthy() const override { return true; }
 
-    void clear() { credentials_.clear(); }
+    // Each input starts from the same state: no credentials, two unauthorized rows (so the
+    // GET/DELETE-by-id paths have something to find).
+    void clear() {
+        credentials_.clear();
+        unauthorized_.clear();
+        for (const auto* id : {"dev-1", "plant/7+a b"}) {
+            unauthorized_[id] = unauthorized_client{
+                .client_id = id, .ip_address = "10.0.0.1", .ts_ms = 1, .reason = "r"};
+        }
+    }
 
   private:
     std::map<std::string, client_credentials> credentials_;
+    std::map<std::string, unauthorized_client> unauthorized_;
 };
 
 // Everything the routes reference, built once; per-input state is cleared in reset().
@@ -132,6 +171,32 @@ struct fixture {
         http::add_credentials_routes(routes, store, pool, nullptr, std::string(token));
         http::add_drops_routes(routes, drops, std::string(token));
         http::add_quota_routes(routes, nullptr, std::string(token));
+        http::add_unauthorized_client_routes(routes, store, std::string(token));
+        http::add_retained_msg_routes(
+            routes,
+            http::retained_msg_api{
+                .list = [this](const std::string& filter)
+                    -> std::optional<std::vector<http::retained_view>> {
+                    if (filter.empty()) {
+                        return std::nullopt;  // stands for an invalid filter
+                    }
+                    std::vector<http::retained_view> out;
+                    for (const auto& [topic, m] : retained) {
+                        if (filter == "#" || filter == topic) {
+                            out.push_back(m);
+                        }
+                    }
+                    return out;
+                },
+                .find = [this](const std::string& topic) -> std::optional<http::retained_view> {
+                    auto it = retained.find(topic);
+                    return it == retained.end() ? std::nullopt : std::optional(it->second);
+                },
+                .erase =
+                    [this](std::string topic, std::function<void(result<bool>)> done) {
+                        done(result<bool>(retained.erase(topic) > 0));
+                    },
+                .admin_token = std::string(token)});
         http::add_blocked_client_routes(
             routes, http::blocked_client_api{
                         .list = *blocked,
@@ -150,6 +215,9 @@ struct fixture {
 
     void reset() {
         store.clear();
+        retained.clear();
+        retained["a/1"] = {.topic = "a/1", .payload = "\xff", .qos = 1, .created_time_ms = 2};
+        retained["b"] = {.topic = "b", .payload = "x", .user_properties = {{"k", "v"}}};
         // Entries from the last input (expiration times past "now" included: purge everything).
         for (const auto& e : blocked->list(0)) {
             (void)blocked->remove(e.type, e.value);
@@ -158,6 +226,7 @@ struct fixture {
     }
 
     memory_store store;
+    std::map<std::string, http::retained_view> retained;
     auth::worker_pool pool;
     metrics::drop_log drops;
     metrics::registry metrics;

@@ -52,3 +52,12 @@ def cluster_env(prefix: str, node_id: str, kafka: str | None = None, **extra: st
     }
     env.update(extra)
     return env
+
+
+def start_nodes(broker_factory, count: int, **env: str) -> list:
+    """``count`` started nodes (node-a, node-b, ...) of one new cluster, each with ``env``."""
+    prefix = new_prefix()
+    return [
+        broker_factory(env=cluster_env(prefix, f"node-{chr(ord('a') + i)}", **env))
+        for i in range(count)
+    ]

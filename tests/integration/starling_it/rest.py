@@ -8,11 +8,19 @@ import urllib.error
 import urllib.request
 
 
-def call(broker, method: str, path: str, token: str | None) -> tuple[int, dict]:
-    """(HTTP status, JSON body); an error status is returned, not raised."""
-    req = urllib.request.Request(f"http://{broker.host}:{broker.http_port}{path}", method=method)
+def call(broker, method: str, path: str, token: str | None, body=None) -> tuple[int, dict]:
+    """(HTTP status, JSON body); an error status is returned, not raised. A body is sent as
+    JSON (a str is sent as it is, to test malformed ones)."""
+    data = None
+    if body is not None:
+        data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+    req = urllib.request.Request(
+        f"http://{broker.host}:{broker.http_port}{path}", data=data, method=method
+    )
     if token is not None:
         req.add_header("Authorization", f"Bearer {token}")
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
     try:
         with urllib.request.urlopen(req, timeout=10) as resp:
             return resp.status, json.loads(resp.read())

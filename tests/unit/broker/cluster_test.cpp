@@ -105,6 +105,44 @@ TEST_F(cluster_fixture, retained_published_on_a_is_served_on_c) {
         [&] { return cluster_.at("c").core().retained().size() == 0; }));
 }
 
+// The REST DELETE's path: a tombstone on msg.retained written by one node removes the message
+// from every node's store (and from a late joiner's snapshot) without a PUBLISH to anyone.
+TEST_F(cluster_fixture, erase_retained_on_c_removes_it_everywhere_and_tells_no_subscriber) {
+    cluster_.start_node("a");
+    cluster_.start_node("b");
+    cluster_.start_node("c");
+    auto sub = cluster_.connect("b", "watcher");
+    cluster_.subscribe(sub, "r/#", mqtt::qos::at_least_once);
+    auto pub = cluster_.connect("a", "pub");
+    cluster_.publish(pub, "r/1", "kept", mqtt::qos::at_least_once, 1, true);
+    EXPECT_EQ(cluster_.receive(sub).payload, "kept");
+    ASSERT_TRUE(cluster_harness::eventually(
+        [&] { return cluster_.at("c").core().retained().size() == 1; }));
+
+    auto erase = [&](const char* node_id) {
+        std::promise<result<bool>> erased;
+        cluster_.at(node_id).core().erase_retained(
+            "r/1", [&](result<bool> r) { erased.set_value(std::move(r)); });
+        auto r = erased.get_future().get();
+        EXPECT_TRUE(r) << r.error().message();
+        return r && r.value();
+    };
+    EXPECT_TRUE(erase("c"));
+    EXPECT_EQ(cluster_.at("c").core().retained().size(), 0U) << "gone locally once acknowledged";
+    for (const auto* id : {"a", "b"}) {
+        EXPECT_TRUE(cluster_harness::eventually([&] {
+            return cluster_.at(id).core().retained().size() == 0;
+        })) << id;
+    }
+    EXPECT_FALSE(erase("a")) << "nothing left to erase";
+
+    // The next message the watcher gets is the one published after the erase.
+    cluster_.publish(pub, "r/after", "marker", mqtt::qos::at_least_once, 2);
+    EXPECT_EQ(cluster_.receive(sub).topic, "r/after");
+    cluster_.start_node("d");
+    EXPECT_EQ(cluster_.at("d").core().retained().size(), 0U) << "the snapshot holds the tombstone";
+}
+
 TEST_F(cluster_fixture, late_joiner_routes_to_existing_subscribers_and_serves_retained) {
     cluster_.start_node("a");
     cluster_.start_node("b");
