@@ -147,6 +147,10 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     std::size_t app_shared_partitions_for_test() const;
     // The session's subscriptions. Actor thread only (through client_msg::call).
     std::size_t subscription_count_for_test() const { return subscriptions_.size(); }
+    // Packets of the client received and not handled yet: waiting for the CONNACK's session
+    // context to load (pre_connack_) or behind a full inbound window or a quota wait (held_).
+    // Actor thread only (through client_msg::call).
+    std::size_t packets_waiting_for_test() const { return pre_connack_.size() + held_.size(); }
     bool writable() const { return writable_.load(std::memory_order_acquire); }
     std::size_t mailbox_depth() const;
 

@@ -44,6 +44,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace starling::broker {
@@ -823,13 +824,31 @@ class session_model {
         }
     }
 
-    // Everything told to the session's actor before this returns has been handled.
+    // Everything told to the session's actor before this returns has been handled. A call
+    // through the mailbox is not enough on its own: packets the actor deferred (a resumed
+    // session's packets wait for its QoS 2 state to load from the metadata store) are handled
+    // later, and a restart right after would drop them — an acknowledgement the model counts
+    // as done would then be lost, and the message sent again.
     void sync(session& s) {
-        auto done = std::make_shared<std::promise<void>>();
-        auto f = done->get_future();
-        if (!actor(s.id)->tell(client_msg::call{[done](client_actor&) { done->set_value(); }}) ||
-            f.wait_for(step_deadline) != std::future_status::ready) {
-            fail("the actor of " + s.id + " did not answer");
+        const auto deadline = std::chrono::steady_clock::now() + step_deadline;
+        for (;;) {
+            auto waiting = std::make_shared<std::promise<std::size_t>>();
+            auto f = waiting->get_future();
+            if (!actor(s.id)->tell(client_msg::call{[waiting](client_actor& a) {
+                    waiting->set_value(a.packets_waiting_for_test());
+                }}) ||
+                f.wait_until(deadline) != std::future_status::ready) {
+                fail("the actor of " + s.id + " did not answer");
+                return;
+            }
+            if (f.get() == 0) {
+                return;
+            }
+            if (std::chrono::steady_clock::now() >= deadline) {
+                fail("the actor of " + s.id + " kept packets waiting");
+                return;
+            }
+            std::this_thread::sleep_for(1ms);  // polling a condition with a deadline
         }
     }
 
