@@ -8,14 +8,17 @@
 #include "adapters/postgres/postgres_metadata_store.h"
 #include "adapters/redis/redis_device_inbox.h"
 #include "adapters/redis/redis_shared_counters.h"
+#include "app/client_session_admin.h"
 #include "app/retained_admin.h"
 #include "app/security.h"
 #include "broker/blocked_clients_log.h"
 #include "broker/mqtt_connection.h"
 #include "broker/node.h"
+#include "broker/session_admin.h"
 #include "broker/topics.h"
 #include "http/actuator.h"
 #include "http/blocked_client_api.h"
+#include "http/client_session_api.h"
 #include "http/credentials_api.h"
 #include "http/drops_api.h"
 #include "http/health.h"
@@ -299,6 +302,9 @@ struct daemon::parts {
     // after the node (its follower applies records to it) and before the list it fills.
     std::unique_ptr<broker::blocked_clients_log> blocked_log;
     std::unique_ptr<broker::node> node;
+    // /api/client-session's view of and actions on the node's sessions; after the node, before
+    // the HTTP servers whose routes use it.
+    std::unique_ptr<broker::session_admin> session_admin;
     // Every enabled MQTT listener ("tcp", "ssl", "ws", "wss"), in start order.
     std::vector<std::pair<std::string, std::unique_ptr<net::tcp_listener>>> mqtt;
     std::vector<std::shared_ptr<net::tls_context_provider>> tls_contexts;
@@ -491,6 +497,9 @@ void daemon::start() {
     http::add_log_level_routes(api, cfg_.security.admin_token);
     http::add_unauthorized_client_routes(api, *p.metadata_port, cfg_.security.admin_token);
     http::add_retained_msg_routes(api, retained_admin(p.node->core(), cfg_.security.admin_token));
+    p.session_admin = std::make_unique<broker::session_admin>(p.node->core());
+    http::add_client_session_routes(
+        api, client_session_admin(*p.session_admin, cfg_.security.admin_token));
     http::add_blocked_client_routes(
         api, http::blocked_client_api{
                  .list = *p.security.blocked,

@@ -146,6 +146,8 @@ void client_actor::handle(client_message&& m) {
             }
         },
         std::move(m));
+    subscription_count_.store(static_cast<std::uint32_t>(subscriptions_.size()),
+                              std::memory_order_relaxed);
     // TCP backpressure: the connection stopped reading when the mailbox was full (by count or
     // by bytes); let it read again once both drained below half.
     if (conn_ && conn_->channel->reading_paused() && mailbox_->depth() < mailbox_->capacity() / 2 &&
@@ -433,7 +435,8 @@ void client_actor::request_cluster_connect(const mqtt::connect& p, std::uint32_t
                         .session_expiry_interval = expiry,
                         .persistent = expiry != 0 || !p.clean_start,
                         .protocol_version = static_cast<std::uint32_t>(p.protocol_version),
-                        .type = type_};
+                        .type = type_,
+                        .client_address = conn_->channel->remote_address()};
     coordinator->request_connect(req, [self = shared_from_this(), channel_id, request_id, expiry,
                                        id_assigned](result<connect_grant> r) {
         self->post([channel_id, request_id, expiry, id_assigned,
@@ -535,6 +538,65 @@ void client_actor::session_moved(std::string session_id, std::string new_node_id
     post([session_id = std::move(session_id), new_node_id = std::move(new_node_id),
           new_clean_start](client_actor& a) {
         a.on_session_moved(session_id, new_node_id, new_clean_start);
+    });
+}
+
+bool client_actor::post_admin(std::function<void(client_actor&)> fn) {
+    auto self = shared_from_this();
+    return mailbox_->tell_control(
+        client_msg::call{[self, fn = std::move(fn)](client_actor& a) mutable { fn(a); }});
+}
+
+void client_actor::admin_disconnect(std::string session_id, std::function<void(bool)> done) {
+    auto shared_done = std::make_shared<std::function<void(bool)>>(std::move(done));
+    const bool posted =
+        post_admin([session_id = std::move(session_id), shared_done](client_actor& a) {
+            const bool current = session_id.empty() || session_id == a.session_id_;
+            const bool acted =
+                !a.stopped_ && current && a.conn_ && a.conn_->connack_sent && !a.conn_->closing;
+            if (acted) {
+                a.disconnect_with(mqtt::reason_code::administrative_action,
+                                  "disconnected by an administrator");
+            }
+            if (*shared_done) {
+                (*shared_done)(acted);
+            }
+        });
+    if (!posted && *shared_done) {
+        (*shared_done)(false);
+    }
+}
+
+void client_actor::admin_end_session(std::string session_id, std::function<void(bool)> done) {
+    auto shared_done = std::make_shared<std::function<void(bool)>>(std::move(done));
+    const bool posted =
+        post_admin([session_id = std::move(session_id), shared_done](client_actor& a) {
+            const bool current = session_id.empty() || session_id == a.session_id_;
+            const bool acted = !a.stopped_ && current && !a.conn_ && a.session_exists_;
+            if (acted) {
+                spdlog::info("client {}: session ended by an administrator", a.client_id_);
+                a.end_session();
+            }
+            if (*shared_done) {
+                (*shared_done)(acted);
+            }
+        });
+    if (!posted && *shared_done) {
+        (*shared_done)(false);
+    }
+}
+
+bool client_actor::admin_inspect(std::function<void(admin_view)> done) {
+    return post_admin([done = std::move(done)](client_actor& a) {
+        admin_view v;
+        v.connected = a.conn_ && a.conn_->connack_sent && !a.conn_->closing;
+        v.subscriptions.reserve(a.subscriptions_.size());
+        for (const auto& [key, sub] : a.subscriptions_) {
+            v.subscriptions.push_back(sub);
+        }
+        v.in_flight = a.inflight_.size();
+        v.queued = a.queued_.size() + a.inbox_prefetched_.size();
+        done(std::move(v));
     });
 }
 
@@ -646,23 +708,12 @@ void client_actor::adopt_subscriptions() {
         spdlog::info("client {}: session taken over with no subscriptions to adopt", client_id_);
         return;
     }
-    proto::client_subscriptions parsed;
-    if (!parsed.ParseFromString(*set)) {
+    auto parsed = subscription_records::parse_set(*set);
+    if (!parsed) {
         spdlog::warn("client {}: undecodable subscription set not adopted", client_id_);
         return;
     }
-    for (const auto& ts : parsed.subscriptions()) {
-        stored_subscription sub;
-        sub.filter = ts.topic_filter();
-        sub.share_group = ts.share_name();
-        sub.options.qos = static_cast<mqtt::qos>(std::min<std::uint32_t>(ts.options().qos(), 2));
-        sub.options.no_local = ts.options().no_local();
-        sub.options.retain_as_published = ts.options().retain_as_published();
-        sub.options.retain_handling = static_cast<mqtt::retain_handling>(
-            std::min<std::uint32_t>(ts.options().retain_handling(), 2));
-        if (ts.has_subscription_id()) {
-            sub.subscription_id = ts.subscription_id();
-        }
+    for (auto& sub : *parsed) {
         // A SUBSCRIBE the client sent after its CONNACK, before this ran, is newer: it wins.
         if (subscriptions_.contains(subscription_records::entry_key(sub.share_group, sub.filter))) {
             continue;
@@ -673,7 +724,7 @@ void client_actor::adopt_subscriptions() {
         authorize_inherited_subscriptions();
     }
     spdlog::info("client {}: adopted {} subscriptions from the session's previous node", client_id_,
-                 parsed.subscriptions_size());
+                 parsed->size());
     // This node is now the set's single writer: its records (origin = this node) are what the
     // other nodes mirror, routing to this node from now on. A new generation: the records in
     // the log are the previous node's.
@@ -801,14 +852,17 @@ void client_actor::complete_connect(std::uint64_t channel_id, bool session_prese
         "keep_alive={}",
         client_id_, c.channel->remote_address(), version_name(c.version), session_present,
         persistent_, c.keep_alive);
-    core_.sessions().put_session(session_record{.client_id = client_id_,
-                                                .persistent = persistent_,
-                                                .connected = true,
-                                                .session_expiry_interval = session_expiry_,
-                                                .connected_at_ms = core_.now_ms(),
-                                                .node_id = core_.cfg().node_id,
-                                                .session_id = session_id_,
-                                                .type = type_});
+    core_.sessions().put_session(
+        session_record{.client_id = client_id_,
+                       .persistent = persistent_,
+                       .connected = true,
+                       .session_expiry_interval = session_expiry_,
+                       .connected_at_ms = core_.now_ms(),
+                       .node_id = core_.cfg().node_id,
+                       .session_id = session_id_,
+                       .type = type_,
+                       .protocol_version = static_cast<std::uint32_t>(c.version),
+                       .client_address = c.channel->remote_address()});
     arm_keep_alive();
 
     if (persistent_) {
@@ -2075,15 +2129,21 @@ void client_actor::end_connection(std::string_view reason) {
             }
         });
     }
-    core_.sessions().put_session(session_record{.client_id = client_id_,
-                                                .persistent = true,
-                                                .connected = false,
-                                                .session_expiry_interval = session_expiry_,
-                                                .disconnected_at_ms = now,
-                                                .node_id = core_.cfg().node_id,
-                                                .session_id = session_id_,
-                                                .type = type_,
-                                                .unacknowledged = !sent_before_.empty()});
+    // The connection's address and protocol stay in the record for the management API.
+    auto last = core_.sessions().find_session(client_id_);
+    core_.sessions().put_session(
+        session_record{.client_id = client_id_,
+                       .persistent = true,
+                       .connected = false,
+                       .session_expiry_interval = session_expiry_,
+                       .connected_at_ms = last ? last->connected_at_ms : 0,
+                       .disconnected_at_ms = now,
+                       .node_id = core_.cfg().node_id,
+                       .session_id = session_id_,
+                       .type = type_,
+                       .unacknowledged = !sent_before_.empty(),
+                       .protocol_version = last ? last->protocol_version : 0,
+                       .client_address = last ? last->client_address : std::string()});
     arm_session_expiry(now);
 }
 
@@ -2257,6 +2317,13 @@ void client_actor::write_session_record(bool connected, std::function<void(statu
                      .node_id = core_.cfg().node_id,
                      .type = type_,
                      .unacknowledged = !connected && !sent_before_.empty()};
+    if (conn_) {
+        r.protocol_version = static_cast<std::uint32_t>(conn_->version);
+        r.client_address = conn_->channel->remote_address();
+    } else if (auto last = core_.sessions().find_session(client_id_)) {
+        r.protocol_version = last->protocol_version;
+        r.client_address = last->client_address;
+    }
     core_.write_session(r, std::move(done));
 }
 

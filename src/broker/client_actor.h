@@ -175,6 +175,30 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     // (another session id) is ignored. Thread-safe.
     void session_moved(std::string session_id, std::string new_node_id, bool new_clean_start);
 
+    // Management API (/api/client-session, app/session_admin.h). Thread-safe; `done` runs on
+    // the actor's thread with whether there was something to do, and is not called when the
+    // actor stopped first. A non-empty `session_id` must name the actor's session (cluster
+    // mode), else the request is stale and refused; embedded sessions have no id.
+    //   admin_disconnect: an operator closes the connection — DISCONNECT 0x98 (Administrative
+    //     action) to a v5 client, a close to v3 — as any server-side close: the will goes, a
+    //     persistent session stays;
+    //   admin_end_session: the offline session ends now, as its expiry would (refused while a
+    //     connection holds it).
+    void admin_disconnect(std::string session_id, std::function<void(bool)> done = {});
+    void admin_end_session(std::string session_id, std::function<void(bool)> done = {});
+    struct admin_view {
+        bool connected = false;
+        std::vector<stored_subscription> subscriptions;
+        std::size_t in_flight = 0;  // sent, waiting for PUBACK / PUBREC / PUBCOMP
+        std::size_t queued = 0;     // held in memory behind the window (not the inbox)
+    };
+    // The session as the actor sees it; false when the actor stopped (`done` is not called).
+    bool admin_inspect(std::function<void(admin_view)> done);
+    // The session's subscription count as of the actor's last turn. Any thread.
+    std::size_t subscription_count() const {
+        return subscription_count_.load(std::memory_order_relaxed);
+    }
+
   private:
     struct connection_state;
     struct outbound_entry {
@@ -308,6 +332,9 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
 
     // Posts fn to run inside the actor (from any thread).
     void post(std::function<void(client_actor&)> fn);
+    // post() that says whether fn will run: false once the actor stopped, so an API request
+    // waiting for fn's answer can be answered at once instead of never.
+    bool post_admin(std::function<void(client_actor&)> fn);
     template <class F>
     auto bind_status(F&& fn) {
         return [self = shared_from_this(), fn = std::forward<F>(fn)](status st) mutable {
@@ -322,6 +349,7 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     std::atomic<bool> connected_{false};
     std::atomic<bool> writable_{true};
     std::atomic<std::int64_t> inbound_bytes_{0};
+    std::atomic<std::uint32_t> subscription_count_{0};  // subscriptions_.size() after each turn
     bool stopped_ = false;
 
     std::unique_ptr<connection_state> conn_;

@@ -197,23 +197,8 @@ status node::load_state(std::vector<std::pair<topic_partition, std::int64_t>>& f
         const std::int64_t disconnected_at = was_connected ? now : s.disconnected_at_ms();
         std::vector<stored_subscription> subs;
         if (auto it = subscriptions.find(client_id); it != subscriptions.end()) {
-            proto::client_subscriptions set;
-            if (set.ParseFromString(it->second)) {
-                for (const auto& ts : set.subscriptions()) {
-                    stored_subscription sub;
-                    sub.filter = ts.topic_filter();
-                    sub.share_group = ts.share_name();
-                    sub.options.qos =
-                        static_cast<mqtt::qos>(std::min<std::uint32_t>(ts.options().qos(), 2));
-                    sub.options.no_local = ts.options().no_local();
-                    sub.options.retain_as_published = ts.options().retain_as_published();
-                    sub.options.retain_handling = static_cast<mqtt::retain_handling>(
-                        std::min<std::uint32_t>(ts.options().retain_handling(), 2));
-                    if (ts.has_subscription_id()) {
-                        sub.subscription_id = ts.subscription_id();
-                    }
-                    subs.push_back(std::move(sub));
-                }
+            if (auto parsed = subscription_records::parse_set(it->second)) {
+                subs = std::move(*parsed);
             }
             subscriptions.erase(it);
         }

@@ -202,6 +202,7 @@ void session_coordinator::request_connect(const connect_request& req,
     ev.set_session_expiry_interval(req.session_expiry_interval);
     ev.set_persistent(req.persistent);
     ev.set_protocol_version(req.protocol_version);
+    ev.set_client_address(req.client_address);
     ev.set_client_type(req.type == client_type::application ? "APPLICATION" : "DEVICE");
     ev.set_timestamp_ms(core_.now_ms());
     core_.log().produce(request_topic_, req.client_id, ev.SerializeAsString(), {},
@@ -353,7 +354,9 @@ void session_coordinator::handle_event(const proto::session_event& ev, std::int6
         .node_id = ev.node_id(),
         .session_id = ev.request_id(),
         .type = ev.client_type() == "APPLICATION" ? client_type::application : client_type::device,
-        .request_offset = offset + 1};
+        .request_offset = offset + 1,
+        .protocol_version = ev.protocol_version(),
+        .client_address = ev.client_address()};
     proto::session_event_response reply;
     reply.set_client_id(client_id);
     reply.set_request_id(ev.request_id());
@@ -588,6 +591,20 @@ void session_coordinator::run_inbox(log_consumer* consumer) {
             proto::client_disconnect d;
             if (!d.ParseFromString(rec.value)) {
                 spdlog::warn("session inbox: undecodable disconnect at offset {}", rec.offset);
+                continue;
+            }
+            if (d.admin_action() != proto::client_disconnect::NONE) {
+                // An operator's request through another node's management API
+                // (session_admin.h): the session stays on this node.
+                auto actor = core_.sessions().find_actor(d.client_id());
+                if (!actor) {
+                    spdlog::info("client {}: admin request for session {} found no session here",
+                                 d.client_id(), d.session_id());
+                } else if (d.admin_action() == proto::client_disconnect::DISCONNECT) {
+                    actor->admin_disconnect(d.session_id());
+                } else {
+                    actor->admin_end_session(d.session_id());
+                }
                 continue;
             }
             if (auto actor = core_.sessions().find_actor(d.client_id())) {

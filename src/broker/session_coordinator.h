@@ -68,6 +68,7 @@ struct connect_request {
     bool persistent = false;
     std::uint32_t protocol_version = 5;
     client_type type = client_type::device;
+    std::string client_address;  // for the session record (management API)
 };
 
 // The handler's answer to a granted CONNECT.

@@ -19,6 +19,8 @@ std::string serialize_session_record(const session_record& r) {
     s.set_session_id(r.session_id);
     s.set_request_offset(r.request_offset);
     s.set_unacknowledged(r.unacknowledged);
+    s.set_protocol_version(r.protocol_version);
+    s.set_client_address(r.client_address);
     return s.SerializeAsString();
 }
 
@@ -41,6 +43,8 @@ std::optional<session_record> parse_session_record(std::string_view client_id,
         .type = s.client_type() == "APPLICATION" ? client_type::application : client_type::device,
         .request_offset = s.request_offset(),
         .unacknowledged = s.unacknowledged(),
+        .protocol_version = s.protocol_version(),
+        .client_address = s.client_address(),
     };
 }
 

@@ -45,6 +45,10 @@ struct session_record {
     // The last connection ended with messages sent and not acknowledged (proto
     // client_session.unacknowledged).
     bool unacknowledged = false;
+    // What the management API shows: the MQTT protocol level of the connection (3, 4 or 5;
+    // 0 unknown) and the address it came from.
+    std::uint32_t protocol_version = 0;
+    std::string client_address;
 };
 
 // The record as client.session stores it (proto client_session, serialized), and back; the

@@ -2,6 +2,7 @@
 
 #include "proto/starling.pb.h"
 
+#include <algorithm>
 #include <charconv>
 #include <random>
 
@@ -231,6 +232,30 @@ std::vector<std::string> fold::clients() const {
         ids.push_back(id);
     }
     return ids;
+}
+
+std::optional<std::vector<stored_subscription>> parse_set(std::string_view serialized) {
+    proto::client_subscriptions set;
+    if (!set.ParseFromArray(serialized.data(), static_cast<int>(serialized.size()))) {
+        return std::nullopt;
+    }
+    std::vector<stored_subscription> out;
+    out.reserve(static_cast<std::size_t>(set.subscriptions_size()));
+    for (const auto& ts : set.subscriptions()) {
+        stored_subscription sub;
+        sub.filter = ts.topic_filter();
+        sub.share_group = ts.share_name();
+        sub.options.qos = static_cast<mqtt::qos>(std::min<std::uint32_t>(ts.options().qos(), 2));
+        sub.options.no_local = ts.options().no_local();
+        sub.options.retain_as_published = ts.options().retain_as_published();
+        sub.options.retain_handling = static_cast<mqtt::retain_handling>(
+            std::min<std::uint32_t>(ts.options().retain_handling(), 2));
+        if (ts.has_subscription_id()) {
+            sub.subscription_id = ts.subscription_id();
+        }
+        out.push_back(std::move(sub));
+    }
+    return out;
 }
 
 }  // namespace starling::broker::subscription_records

@@ -24,6 +24,8 @@
 //
 // Thread-compatible: one fold is used by one thread at a time.
 
+#include "broker/stored_subscription.h"
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -58,6 +60,11 @@ std::string base_record(std::uint64_t generation, std::uint32_t entries_followin
 
 // A fresh, random, non-zero generation.
 std::uint64_t new_generation();
+
+// The subscriptions of a whole set in its in-memory form (a serialized
+// proto::client_subscriptions, as the mirrors and hand-overs pass it); nullopt when it does not
+// parse. Out-of-range QoS and Retain Handling values are clamped to 2.
+std::optional<std::vector<stored_subscription>> parse_set(std::string_view serialized);
 
 // A key and a value to produce; an empty value is a tombstone.
 using record = std::pair<std::string, std::string>;

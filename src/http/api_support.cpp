@@ -4,6 +4,7 @@
 #include <openssl/crypto.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <utility>
 
@@ -194,6 +195,25 @@ nlohmann::json page_data(nlohmann::json data, std::int64_t total, const page_req
             {"totalPages", (total + page.size - 1) / page.size},
             {"totalElements", total},
             {"hasNext", first + page.size < total}};
+}
+
+bool contains_ignoring_case(std::string_view text, std::string_view part) {
+    auto lower = [](char c) {
+        return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    };
+    return std::search(text.begin(), text.end(), part.begin(), part.end(),
+                       [&](char a, char b) { return lower(a) == lower(b); }) != text.end();
+}
+
+std::variant<bool, response> descending_of(const query_params& params) {
+    auto it = params.find("sortOrder");
+    if (it == params.end()) {
+        return false;
+    }
+    if (it->second != "ASC" && it->second != "DESC") {
+        return error_response(status_code::bad_request, "sortOrder: ASC or DESC");
+    }
+    return it->second == "DESC";
 }
 
 }  // namespace starling::http

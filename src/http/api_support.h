@@ -78,6 +78,13 @@ std::variant<page_request, response> page_of(const query_params& params);
 // The [first, last) indices of `page` in a list of `total` elements (empty past the end).
 std::pair<std::size_t, std::size_t> page_slice(std::size_t total, const page_request& page);
 
+// Whether `text` contains `part`, ASCII letters compared without case (the `textSearch`
+// filter of the paged lists).
+bool contains_ignoring_case(std::string_view text, std::string_view part);
+
+// `sortOrder`: ASC (false, the default when absent) or DESC (true); or the 400 naming it.
+std::variant<bool, response> descending_of(const query_params& params);
+
 // TBMQ's PageData: {"data":[...],"totalPages":n,"totalElements":n,"hasNext":b}, where `data`
 // is the requested page of `total` elements.
 nlohmann::json page_data(nlohmann::json data, std::int64_t total, const page_request& page);

@@ -6,7 +6,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cctype>
 #include <memory>
 #include <string_view>
 #include <utility>
@@ -32,15 +31,6 @@ json to_json(const retained_view& m) {
             {"qos", m.qos},
             {"createdTime", m.created_time_ms},
             {"userProperties", std::move(props)}};
-}
-
-char ascii_lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
-
-// Whether `text` contains `part`, ASCII letters compared without case.
-bool contains_ignoring_case(std::string_view text, std::string_view part) {
-    return std::search(text.begin(), text.end(), part.begin(), part.end(), [](char a, char b) {
-               return ascii_lower(a) == ascii_lower(b);
-           }) != text.end();
 }
 
 enum class sort_key { topic, qos, created_time };
@@ -78,12 +68,11 @@ std::variant<list_request, response> list_request_of(const query_params& params)
                                   "sortProperty: one of topic, qos, createdTime");
         }
     }
-    if (auto it = params.find("sortOrder"); it != params.end()) {
-        if (it->second != "ASC" && it->second != "DESC") {
-            return error_response(status_code::bad_request, "sortOrder: ASC or DESC");
-        }
-        r.descending = it->second == "DESC";
+    auto descending = descending_of(params);
+    if (auto* bad = std::get_if<response>(&descending)) {
+        return std::move(*bad);
     }
+    r.descending = std::get<bool>(descending);
     return r;
 }
 

@@ -1,7 +1,7 @@
 // libFuzzer target for the HTTP router and the /api handlers' request parsing (JSON bodies,
 // query strings, URL-encoded path parts): credentials, blocked clients, unauthorized clients,
-// retained messages, drops and quota, plus the actuator routes, behind the admin bearer token,
-// as the daemon registers them.
+// retained messages, client sessions, drops and quota, plus the actuator routes, behind the admin
+// bearer token, as the daemon registers them.
 //
 // Input: one mode byte, then the request target up to the first '\n', then the body.
 //   bits 0-1  method: GET, POST, DELETE, PUT
@@ -24,6 +24,7 @@
 #include "auth/worker_pool.h"
 #include "http/actuator.h"
 #include "http/blocked_client_api.h"
+#include "http/client_session_api.h"
 #include "http/credentials_api.h"
 #include "http/drops_api.h"
 #include "http/health.h"
@@ -197,6 +198,48 @@ struct fixture {
                         done(result<bool>(retained.erase(topic) > 0));
                     },
                 .admin_token = std::string(token)});
+        auto session_action = [this](const std::string& client_id, const std::string& session_id,
+                                     std::function<void(http::session_action_outcome)> done) {
+            auto it = sessions.find(client_id);
+            if (it == sessions.end() ||
+                (!session_id.empty() && session_id != it->second.session_id)) {
+                done(http::session_action_outcome::not_found);
+                return;
+            }
+            done(it->second.connected ? http::session_action_outcome::done
+                                      : http::session_action_outcome::not_connected);
+        };
+        http::add_client_session_routes(
+            routes,
+            http::client_session_api{
+                .list =
+                    [this] {
+                        std::vector<http::session_view> out;
+                        for (const auto& [id, s] : sessions) {
+                            out.push_back(s);
+                        }
+                        return out;
+                    },
+                .find = [this](const std::string& id) -> std::optional<http::session_view> {
+                    auto it = sessions.find(id);
+                    return it == sessions.end() ? std::nullopt : std::optional(it->second);
+                },
+                .details =
+                    [this](const std::string& id,
+                           std::function<void(std::optional<http::session_details_view>)> done) {
+                        auto it = sessions.find(id);
+                        if (it == sessions.end()) {
+                            done(std::nullopt);
+                            return;
+                        }
+                        done(http::session_details_view{
+                            .session = it->second,
+                            .subscriptions = {{.topic_filter = "$share/g/a/#", .qos = 7}},
+                            .in_flight = 1});
+                    },
+                .disconnect = session_action,
+                .remove = session_action,
+                .admin_token = std::string(token)});
         http::add_blocked_client_routes(
             routes, http::blocked_client_api{
                         .list = *blocked,
@@ -227,6 +270,11 @@ struct fixture {
 
     memory_store store;
     std::map<std::string, http::retained_view> retained;
+    // Client ids that are not UTF-8 or contain query syntax, so the JSON and the lookups see them.
+    std::map<std::string, http::session_view> sessions{
+        {"dev-1",
+         {.client_id = "dev-1", .session_id = "s1", .connected = true, .protocol_version = 5}},
+        {"x&y=\xfe", {.client_id = "x&y=\xfe", .application = true, .protocol_version = 9}}};
     auth::worker_pool pool;
     metrics::drop_log drops;
     metrics::registry metrics;

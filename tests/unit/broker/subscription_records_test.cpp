@@ -282,6 +282,38 @@ TEST(subscription_records, seeded_operation_sequences_match_the_model) {
     }
 }
 
+TEST(subscription_records, a_whole_set_parses_with_out_of_range_options_clamped) {
+    proto::client_subscriptions set;
+    auto* plain = set.add_subscriptions();
+    plain->set_topic_filter("a/#");
+    plain->mutable_options()->set_qos(1);
+    plain->mutable_options()->set_no_local(true);
+    plain->set_subscription_id(7);
+    auto* shared = set.add_subscriptions();
+    shared->set_topic_filter("b/+");
+    shared->set_share_name("g");
+    shared->mutable_options()->set_qos(9);
+    shared->mutable_options()->set_retain_handling(5);
+    shared->mutable_options()->set_retain_as_published(true);
+
+    auto parsed = subscription_records::parse_set(set.SerializeAsString());
+    ASSERT_TRUE(parsed);
+    ASSERT_EQ(parsed->size(), 2U);
+    EXPECT_EQ((*parsed)[0].filter, "a/#");
+    EXPECT_EQ((*parsed)[0].share_group, "");
+    EXPECT_EQ((*parsed)[0].options.qos, mqtt::qos::at_least_once);
+    EXPECT_TRUE((*parsed)[0].options.no_local);
+    EXPECT_EQ((*parsed)[0].subscription_id, std::optional<std::uint32_t>(7));
+    EXPECT_EQ((*parsed)[1].share_group, "g");
+    EXPECT_EQ((*parsed)[1].options.qos, mqtt::qos::exactly_once);
+    EXPECT_EQ((*parsed)[1].options.retain_handling, mqtt::retain_handling::do_not_send);
+    EXPECT_TRUE((*parsed)[1].options.retain_as_published);
+    EXPECT_FALSE((*parsed)[1].subscription_id);
+
+    EXPECT_TRUE(subscription_records::parse_set("")->empty());
+    EXPECT_FALSE(subscription_records::parse_set("\xff\xff\xff"));
+}
+
 TEST(subscription_records, subscribing_one_filter_at_a_time_writes_linear_bytes) {
     // 1,000 SUBSCRIBEs of one filter each: 1,001 records in all, each small. As whole sets
     // this was ~500,000 entries.
