@@ -9,6 +9,7 @@
 #include "adapters/redis/redis_device_inbox.h"
 #include "adapters/redis/redis_shared_counters.h"
 #include "app/client_session_admin.h"
+#include "app/publish_admin.h"
 #include "app/retained_admin.h"
 #include "app/security.h"
 #include "broker/blocked_clients_log.h"
@@ -23,6 +24,7 @@
 #include "http/drops_api.h"
 #include "http/health.h"
 #include "http/log_level_api.h"
+#include "http/publish_api.h"
 #include "http/quota_api.h"
 #include "http/server.h"
 #include "http/unauthorized_client_api.h"
@@ -500,6 +502,7 @@ void daemon::start() {
     p.session_admin = std::make_unique<broker::session_admin>(p.node->core());
     http::add_client_session_routes(
         api, client_session_admin(*p.session_admin, cfg_.security.admin_token));
+    http::add_publish_routes(api, publish_admin(p.node->core(), cfg_.security.admin_token));
     http::add_blocked_client_routes(
         api, http::blocked_client_api{
                  .list = *p.security.blocked,

@@ -1,7 +1,7 @@
 // libFuzzer target for the HTTP router and the /api handlers' request parsing (JSON bodies,
 // query strings, URL-encoded path parts): credentials, blocked clients, unauthorized clients,
-// retained messages, client sessions, drops and quota, plus the actuator routes, behind the admin
-// bearer token, as the daemon registers them.
+// retained messages, client sessions, publish, drops and quota, plus the actuator routes, behind
+// the admin bearer token, as the daemon registers them.
 //
 // Input: one mode byte, then the request target up to the first '\n', then the body.
 //   bits 0-1  method: GET, POST, DELETE, PUT
@@ -28,6 +28,7 @@
 #include "http/credentials_api.h"
 #include "http/drops_api.h"
 #include "http/health.h"
+#include "http/publish_api.h"
 #include "http/quota_api.h"
 #include "http/retained_msg_api.h"
 #include "http/router.h"
@@ -240,6 +241,18 @@ struct fixture {
                 .disconnect = session_action,
                 .remove = session_action,
                 .admin_token = std::string(token)});
+        http::add_publish_routes(
+            routes, http::publish_api{
+                        .publish =
+                            [](http::publish_request r,
+                               std::function<void(http::publish_outcome, std::string)> done) {
+                                check(!r.topic.empty() && r.qos >= 0 && r.qos <= 2,
+                                      "a publish request passed parsing with a bad topic or QoS");
+                                done(r.retain ? http::publish_outcome::retained_refused
+                                              : http::publish_outcome::published,
+                                     "m");
+                            },
+                        .admin_token = std::string(token)});
         http::add_blocked_client_routes(
             routes, http::blocked_client_api{
                         .list = *blocked,
