@@ -15,11 +15,14 @@
 #include "broker/blocked_clients_log.h"
 #include "broker/mqtt_connection.h"
 #include "broker/node.h"
+#include "broker/node_directory.h"
 #include "broker/session_admin.h"
 #include "broker/topics.h"
+#include "config/cli.h"
 #include "http/actuator.h"
 #include "http/blocked_client_api.h"
 #include "http/client_session_api.h"
+#include "http/cluster_info_api.h"
 #include "http/credentials_api.h"
 #include "http/drops_api.h"
 #include "http/health.h"
@@ -307,6 +310,10 @@ struct daemon::parts {
     // /api/client-session's view of and actions on the node's sessions; after the node, before
     // the HTTP servers whose routes use it.
     std::unique_ptr<broker::session_admin> session_admin;
+    // The cluster's nodes for /api/app/cluster-info (started in cluster mode only: embedded,
+    // it answers with this node alone). Stopped before the node, so its tombstone reaches the
+    // log.
+    std::unique_ptr<broker::node_directory> nodes;
     // Every enabled MQTT listener ("tcp", "ssl", "ws", "wss"), in start order.
     std::vector<std::pair<std::string, std::unique_ptr<net::tcp_listener>>> mqtt;
     std::vector<std::shared_ptr<net::tls_context_provider>> tls_contexts;
@@ -438,6 +445,25 @@ void daemon::start() {
     if (p.quota) {
         p.quota->start();
     }
+    auto& node_core = p.node->core();
+    p.nodes = std::make_unique<broker::node_directory>(
+        node_core.log(), node_core.topics().sys_nodes(),
+        node_core.topics().group(cfg_.service.id + "-nodes"),
+        [&core = node_core, &health = p.health, id = cfg_.service.id,
+         started = system_clock::instance().epoch_ms()] {
+            return broker::node_status{.node_id = id,
+                                       .version = std::string(config::version()),
+                                       .started_at_ms = started,
+                                       .connected_sessions = core.probe().connected(),
+                                       .health = std::string(to_string(health.evaluate().status))};
+        },
+        cfg_.service.heartbeat_interval, [] { return system_clock::instance().epoch_ms(); });
+    if (cluster) {
+        if (auto st = p.nodes->start(); !st) {
+            throw std::runtime_error("sys.nodes: cannot follow the cluster's nodes: " +
+                                     st.error().message());
+        }
+    }
 
     // Authentication: credentials upserted, providers and blocked clients ready before any
     // listener opens.
@@ -503,6 +529,25 @@ void daemon::start() {
     http::add_client_session_routes(
         api, client_session_admin(*p.session_admin, cfg_.security.admin_token));
     http::add_publish_routes(api, publish_admin(p.node->core(), cfg_.security.admin_token));
+    http::add_cluster_info_routes(
+        api, http::cluster_info_api{.nodes =
+                                        [d = p.nodes.get()] {
+                                            std::vector<http::cluster_node_view> out;
+                                            for (const auto& n : d->nodes()) {
+                                                out.push_back(
+                                                    {.node_id = n.node_id,
+                                                     .version = n.version,
+                                                     .started_at_ms = n.started_at_ms,
+                                                     .last_seen_ms = n.heartbeat_at_ms,
+                                                     .connected_sessions = n.connected_sessions,
+                                                     .health = n.health,
+                                                     .self = n.self,
+                                                     .reachable = n.reachable});
+                                            }
+                                            return out;
+                                        },
+                                    .now_ms = [] { return system_clock::instance().epoch_ms(); },
+                                    .admin_token = cfg_.security.admin_token});
     http::add_blocked_client_routes(
         api, http::blocked_client_api{
                  .list = *p.security.blocked,
@@ -691,6 +736,9 @@ void daemon::stop() {
     }
     if (p.security.pool) {
         p.security.pool->stop();  // verifications in progress finish; queued ones are dropped
+    }
+    if (p.nodes) {
+        p.nodes->stop();  // this node leaves /api/app/cluster-info
     }
     if (p.node) {
         p.node->stop(cfg_.starling.shutdown_timeout);

@@ -58,6 +58,8 @@ class topic_names {
         return group("app.") + app_topic_suffix(client_id);
     }
     std::string sys_app_removed() const { return name("sys.app.removed"); }
+    // Heartbeats of the cluster's nodes (node_directory.h).
+    std::string sys_nodes() const { return name("sys.nodes"); }
 
     // Shared APPLICATION subscriptions (docs/architecture.md §5): one topic per topic filter, read
     // by one consumer group per (share name, filter). Groups with the same filter and different

@@ -62,6 +62,8 @@ struct starling_section {
 
 struct service_section {
     std::string id;  // never empty after loading: defaults to the host name
+    // How often the node writes its heartbeat to sys.nodes (cluster mode; /api/app/cluster-info).
+    std::chrono::milliseconds heartbeat_interval{};
 
     friend bool operator==(const service_section&, const service_section&) = default;
 };

@@ -69,6 +69,8 @@ std::string cli_help_text(std::string_view program_name) {
         program_name, default_config_path);
 }
 
+std::string_view version() { return STARLING_VERSION; }
+
 std::string cli_version_text(std::string_view program_name) {
     return fmt::format("{} {}\n", program_name, STARLING_VERSION);
 }

@@ -37,4 +37,7 @@ std::string cli_help_text(std::string_view program_name);
 // The --version text: "<program> <version>".
 std::string cli_version_text(std::string_view program_name);
 
+// Starling's version ("0.1.0"), as the build defines it.
+std::string_view version();
+
 }  // namespace starling::config

@@ -678,6 +678,8 @@ const std::vector<binding>& bindings() {
                 FIELD(starling.shutdown_timeout), {.min = 0, .max = 3600, .unit = "s"}),
         // --- service
         text({"service.id", "TB_SERVICE_ID", ""}, FIELD(service.id), topic_name_part),
+        integer({"service.heartbeat-interval", "TB_SERVICE_HEARTBEAT_INTERVAL", "5000"},
+                FIELD(service.heartbeat_interval), {.min = 100, .max = 600000, .unit = "ms"}),
         // --- server (HTTP)
         text({"server.address", "HTTP_BIND_ADDRESS", "0.0.0.0"}, FIELD(server.address), ip_address),
         port({"server.port", "HTTP_BIND_PORT", "8083"}, FIELD(server.port)),

@@ -210,6 +210,10 @@ void broker_probe::quota_state(std::int64_t balance, bool reached) {
 void broker_probe::session_request_timed_out() { session_request_timeouts_->Increment(); }
 
 void broker_probe::client_connected() { connected_.Increment(); }
+std::int64_t broker_probe::connected() const {
+    return static_cast<std::int64_t>(connected_.Value());
+}
+
 void broker_probe::client_disconnected() { connected_.Decrement(); }
 void broker_probe::sessions(std::int64_t count) { sessions_.Set(static_cast<double>(count)); }
 void broker_probe::subscriptions(std::int64_t count) {

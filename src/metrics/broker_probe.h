@@ -57,6 +57,7 @@ class broker_probe {
 
     void client_connected();                     // connectedSessions + 1
     void client_disconnected();                  // connectedSessions - 1
+    std::int64_t connected() const;              // connectedSessions now
     void sessions(std::int64_t count);           // allClientSessions
     void subscriptions(std::int64_t count);      // clientSubscriptions
     void retained(std::int64_t count);           // retainedMessages
