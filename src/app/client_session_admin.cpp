@@ -1,6 +1,12 @@
 #include "app/client_session_admin.h"
 
+#include "mqtt/reason_code.h"
+#include "mqtt/topic.h"
+
+#include <algorithm>
+#include <string>
 #include <utility>
+#include <variant>
 
 namespace starling::app {
 namespace {
@@ -49,7 +55,95 @@ http::session_action_outcome outcome_of(broker::session_admin::outcome o) {
     return http::session_action_outcome::unavailable;
 }
 
+// The broker's SUBSCRIBE rules for one subscription; the 400 message naming it when refused.
+std::variant<broker::stored_subscription, std::string> checked(const broker::settings& cfg,
+                                                               const http::subscription_view& v,
+                                                               std::size_t index) {
+    const std::string where = "subscriptions[" + std::to_string(index) + "].";
+    std::string_view filter = v.topic_filter;
+    std::string_view group;
+    if (mqtt::validate_topic_filter(filter) != mqtt::reason_code::success) {
+        return where + "topicFilter: not a valid MQTT topic filter";
+    }
+    if (mqtt::is_shared(filter)) {
+        auto shared = mqtt::parse_shared(filter);
+        if (!shared) {
+            return where + "topicFilter: not a valid shared subscription";
+        }
+        if (v.no_local) {
+            return where + "options.noLocal: not allowed on a shared subscription";
+        }
+        group = shared->group;
+        filter = shared->filter;
+    }
+    const auto levels = static_cast<std::size_t>(std::count(filter.begin(), filter.end(), '/')) + 1;
+    if ((!cfg.allow_root_multi_level_wildcard && filter == "#") ||
+        (cfg.max_topic_segments != 0 && levels > cfg.max_topic_segments)) {
+        return where +
+               "topicFilter: refused by mqtt.subscription.allow-root-multi-level-wildcard or "
+               "mqtt.topic.max-segments-count";
+    }
+    broker::stored_subscription sub{.filter = std::string(filter),
+                                    .share_group = std::string(group),
+                                    .subscription_id = v.subscription_id};
+    sub.options.qos = static_cast<mqtt::qos>(std::min<int>(v.qos, cfg.max_qos));
+    sub.options.no_local = v.no_local;
+    sub.options.retain_as_published = v.retain_as_published;
+    sub.options.retain_handling = static_cast<mqtt::retain_handling>(v.retain_handling);
+    return sub;
+}
+
 }  // namespace
+
+http::subscription_api subscription_admin(broker::session_admin& sessions,
+                                          const broker::broker_core& core,
+                                          std::string admin_token) {
+    return http::subscription_api{
+        .list =
+            [&sessions](
+                const std::string& client_id,
+                std::function<void(std::optional<std::vector<http::subscription_view>>)> done) {
+                sessions.details(client_id, [done = std::move(done)](auto d) {
+                    if (!d) {
+                        done(std::nullopt);
+                        return;
+                    }
+                    std::vector<http::subscription_view> out;
+                    for (const auto& s : d->subscriptions) {
+                        out.push_back(view_of(s));
+                    }
+                    done(std::move(out));
+                });
+            },
+        .replace =
+            [&sessions, &core](
+                const std::string& client_id, std::vector<http::subscription_view> views,
+                std::function<void(http::session_action_outcome, std::string)> done) {
+                const auto& cfg = core.cfg();
+                if (cfg.max_subscriptions_per_client != 0 &&
+                    views.size() > cfg.max_subscriptions_per_client) {
+                    done(http::session_action_outcome::done,
+                         "subscriptions: more than the per-client maximum (" +
+                             std::to_string(cfg.max_subscriptions_per_client) + ")");
+                    return;
+                }
+                std::vector<broker::stored_subscription> subs;
+                for (std::size_t i = 0; i < views.size(); ++i) {
+                    auto sub = checked(cfg, views[i], i);
+                    if (auto* problem = std::get_if<std::string>(&sub)) {
+                        done(http::session_action_outcome::done, std::move(*problem));
+                        return;
+                    }
+                    subs.push_back(std::get<broker::stored_subscription>(std::move(sub)));
+                }
+                sessions.set_subscriptions(
+                    client_id, std::move(subs),
+                    [done = std::move(done)](broker::session_admin::outcome o) {
+                        done(outcome_of(o), {});
+                    });
+            },
+        .admin_token = std::move(admin_token)};
+}
 
 http::client_session_api client_session_admin(broker::session_admin& sessions,
                                               std::string admin_token) {

@@ -528,6 +528,8 @@ void daemon::start() {
     p.session_admin = std::make_unique<broker::session_admin>(p.node->core());
     http::add_client_session_routes(
         api, client_session_admin(*p.session_admin, cfg_.security.admin_token));
+    http::add_subscription_routes(
+        api, subscription_admin(*p.session_admin, p.node->core(), cfg_.security.admin_token));
     http::add_publish_routes(api, publish_admin(p.node->core(), cfg_.security.admin_token));
     http::add_cluster_info_routes(
         api, http::cluster_info_api{.nodes =

@@ -50,7 +50,7 @@ http::publish_api publish_admin(broker::broker_core& core, std::string admin_tok
                     static_cast<std::size_t>(std::count(r.topic.begin(), r.topic.end(), '/')) + 1;
                 if (cfg.max_topic_segments != 0 && levels > cfg.max_topic_segments) {
                     done(publish_outcome::bad_request,
-                         "topic: more levels than mqtt.max-topic-segments allows");
+                         "topic: more levels than mqtt.topic.max-segments-count allows");
                     return;
                 }
                 if (r.response_topic &&

@@ -586,6 +586,56 @@ void client_actor::admin_end_session(std::string session_id, std::function<void(
     }
 }
 
+void client_actor::admin_set_subscriptions(std::string session_id,
+                                           std::vector<stored_subscription> subscriptions,
+                                           std::function<void(bool)> done) {
+    auto shared_done = std::make_shared<std::function<void(bool)>>(std::move(done));
+    const bool posted = post_admin([session_id = std::move(session_id),
+                                    subscriptions = std::move(subscriptions),
+                                    shared_done](client_actor& a) mutable {
+        const bool current = session_id.empty() || session_id == a.session_id_;
+        if (a.stopped_ || !current || !a.session_exists_) {
+            (*shared_done)(false);
+            return;
+        }
+        std::map<std::string, stored_subscription> wanted;
+        for (auto& sub : subscriptions) {
+            auto key = subscription_records::entry_key(sub.share_group, sub.filter);
+            wanted.insert_or_assign(std::move(key), std::move(sub));
+        }
+        for (auto it = a.subscriptions_.begin(); it != a.subscriptions_.end();) {
+            if (!wanted.contains(it->first)) {
+                a.core_.trie().unsubscribe(it->second.filter, a.client_id_, it->second.share_group);
+                it = a.subscriptions_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        std::vector<stored_subscription> new_shared;
+        for (auto& [key, sub] : wanted) {
+            if (!sub.share_group.empty() && !a.subscriptions_.contains(key)) {
+                new_shared.push_back(sub);
+            }
+            a.add_subscription(std::move(sub));
+        }
+        spdlog::info("client {}: subscriptions replaced by an administrator ({} now)", a.client_id_,
+                     a.subscriptions_.size());
+        a.app_sync_shared();
+        a.write_subscriptions(a.bind_status(
+            [shared_done, new_shared = std::move(new_shared)](client_actor& self, status st) {
+                if (st && self.delivering()) {
+                    for (const auto& sub : new_shared) {
+                        self.take_group_inboxes(&sub);
+                    }
+                }
+                (*shared_done)(st.has_value());
+            }));
+    });
+    if (!posted) {
+        (*shared_done)(false);
+    }
+}
+
 bool client_actor::admin_inspect(std::function<void(admin_view)> done) {
     return post_admin([done = std::move(done)](client_actor& a) {
         admin_view v;

@@ -186,6 +186,15 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     //     connection holds it).
     void admin_disconnect(std::string session_id, std::function<void(bool)> done = {});
     void admin_end_session(std::string session_id, std::function<void(bool)> done = {});
+    // Management API: the session's subscriptions become exactly `subscriptions` (already
+    // checked by the caller: valid filters, granted QoS). Those no longer listed are removed,
+    // the others added or replaced, and the set is written to client.subscriptions before
+    // `done(true)`. Nothing is sent to the client (no retained messages, no SUBACK); a new
+    // shared-group member takes over what its groups hold, as after a SUBSCRIBE. Refused
+    // (false) when there is no session or `session_id` is stale.
+    void admin_set_subscriptions(std::string session_id,
+                                 std::vector<stored_subscription> subscriptions,
+                                 std::function<void(bool)> done);
     struct admin_view {
         bool connected = false;
         std::vector<stored_subscription> subscriptions;

@@ -95,8 +95,15 @@ void session_admin::end_session(const std::string& client_id, const std::string&
     act(action::end_session, client_id, session_id, std::move(done));
 }
 
+void session_admin::set_subscriptions(const std::string& client_id,
+                                      std::vector<stored_subscription> subscriptions,
+                                      std::function<void(outcome)> done) {
+    act(action::set_subscriptions, client_id, {}, std::move(done), std::move(subscriptions));
+}
+
 void session_admin::act(action what, const std::string& client_id, const std::string& session_id,
-                        std::function<void(outcome)> done) {
+                        std::function<void(outcome)> done,
+                        std::vector<stored_subscription> subscriptions) {
     auto record = core_.sessions().find_session(client_id);
     if (!record || (!session_id.empty() && session_id != record->session_id)) {
         done(outcome::not_found);
@@ -114,8 +121,10 @@ void session_admin::act(action what, const std::string& client_id, const std::st
     const bool here = !core_.cfg().cluster || record->node_id.empty() || record->node_id == self;
     if (here) {
         auto actor = core_.sessions().find_actor(client_id);
-        const outcome refused =
-            what == action::disconnect ? outcome::not_connected : outcome::connected;
+        // What the actor's refusal means: the state changed since the record was read.
+        const outcome refused = what == action::disconnect    ? outcome::not_connected
+                                : what == action::end_session ? outcome::connected
+                                                              : outcome::not_found;
         if (!actor) {
             done(what == action::disconnect ? outcome::not_connected : outcome::not_found);
             return;
@@ -123,21 +132,41 @@ void session_admin::act(action what, const std::string& client_id, const std::st
         auto answer = [done = std::move(done), refused](bool acted) {
             done(acted ? outcome::done : refused);
         };
-        if (what == action::disconnect) {
-            actor->admin_disconnect(record->session_id, std::move(answer));
-        } else {
-            actor->admin_end_session(record->session_id, std::move(answer));
+        switch (what) {
+            case action::disconnect:
+                actor->admin_disconnect(record->session_id, std::move(answer));
+                break;
+            case action::end_session:
+                actor->admin_end_session(record->session_id, std::move(answer));
+                break;
+            case action::set_subscriptions:
+                actor->admin_set_subscriptions(record->session_id, std::move(subscriptions),
+                                               std::move(answer));
+                break;
         }
         return;
     }
     proto::client_disconnect request;
     request.set_client_id(client_id);
     request.set_session_id(record->session_id);
-    request.set_admin_action(what == action::disconnect ? proto::client_disconnect::DISCONNECT
-                                                        : proto::client_disconnect::END_SESSION);
-    spdlog::info("client {}: {} requested from node {} (session {} on node {})", client_id,
-                 what == action::disconnect ? "disconnect" : "session end", self,
-                 record->session_id, record->node_id);
+    const char* name = "disconnect";
+    switch (what) {
+        case action::disconnect:
+            request.set_admin_action(proto::client_disconnect::DISCONNECT);
+            break;
+        case action::end_session:
+            name = "session end";
+            request.set_admin_action(proto::client_disconnect::END_SESSION);
+            break;
+        case action::set_subscriptions:
+            name = "subscription change";
+            request.set_admin_action(proto::client_disconnect::SET_SUBSCRIPTIONS);
+            request.mutable_subscriptions()->ParseFromString(
+                subscription_records::serialize_set(subscriptions));
+            break;
+    }
+    spdlog::info("client {}: {} requested from node {} (session {} on node {})", client_id, name,
+                 self, record->session_id, record->node_id);
     core_.log().produce(core_.topics().client_disconnect(record->node_id), client_id,
                         request.SerializeAsString(), {},
                         [done = std::move(done), client_id](result<produce_ack> r) {

@@ -69,10 +69,18 @@ class session_admin {
     void end_session(const std::string& client_id, const std::string& session_id,
                      std::function<void(outcome)> done);
 
+    // The session's subscriptions become `subscriptions` (checked by the caller), connected or
+    // not; nothing is sent to the client. done: carried out and written to
+    // client.subscriptions (local), or in the owner's log (remote).
+    void set_subscriptions(const std::string& client_id,
+                           std::vector<stored_subscription> subscriptions,
+                           std::function<void(outcome)> done);
+
   private:
-    enum class action { disconnect, end_session };
+    enum class action { disconnect, end_session, set_subscriptions };
     void act(action what, const std::string& client_id, const std::string& session_id,
-             std::function<void(outcome)> done);
+             std::function<void(outcome)> done,
+             std::vector<stored_subscription> subscriptions = {});
     session_info info_of(session_record record) const;
     // The session's subscriptions as this node's mirror of client.subscriptions has them.
     std::vector<stored_subscription> mirrored_subscriptions(const std::string& client_id) const;

@@ -3,6 +3,7 @@
 #include "base/retry_pacer.h"
 #include "broker/broker_core.h"
 #include "broker/client_actor.h"
+#include "broker/subscription_records.h"
 
 #include "proto/starling.pb.h"
 #include <spdlog/spdlog.h>
@@ -602,8 +603,22 @@ void session_coordinator::run_inbox(log_consumer* consumer) {
                                  d.client_id(), d.session_id());
                 } else if (d.admin_action() == proto::client_disconnect::DISCONNECT) {
                     actor->admin_disconnect(d.session_id());
-                } else {
+                } else if (d.admin_action() == proto::client_disconnect::END_SESSION) {
                     actor->admin_end_session(d.session_id());
+                } else if (d.admin_action() == proto::client_disconnect::SET_SUBSCRIPTIONS) {
+                    auto subs =
+                        subscription_records::parse_set(d.subscriptions().SerializeAsString());
+                    actor->admin_set_subscriptions(
+                        d.session_id(), subs.value_or(std::vector<stored_subscription>{}),
+                        [client = d.client_id()](bool done) {
+                            if (!done) {
+                                spdlog::info("client {}: subscription change found no session",
+                                             client);
+                            }
+                        });
+                } else {
+                    spdlog::warn("client {}: unknown admin request {} ignored", d.client_id(),
+                                 static_cast<int>(d.admin_action()));
                 }
                 continue;
             }

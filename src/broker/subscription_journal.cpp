@@ -1,7 +1,5 @@
 #include "broker/subscription_journal.h"
 
-#include "proto/starling.pb.h"
-
 namespace starling::broker {
 
 namespace {
@@ -17,21 +15,6 @@ std::uint64_t pack(const stored_subscription& sub) {
         v |= static_cast<std::uint64_t>(*sub.subscription_id) << 32;
     }
     return v;
-}
-
-std::string serialize(const stored_subscription& sub) {
-    proto::topic_subscription ts;
-    ts.set_topic_filter(sub.filter);
-    ts.set_share_name(sub.share_group);
-    auto* opts = ts.mutable_options();
-    opts->set_qos(static_cast<std::uint32_t>(sub.options.qos));
-    opts->set_no_local(sub.options.no_local);
-    opts->set_retain_as_published(sub.options.retain_as_published);
-    opts->set_retain_handling(static_cast<std::uint32_t>(sub.options.retain_handling));
-    if (sub.subscription_id) {
-        ts.set_subscription_id(*sub.subscription_id);
-    }
-    return ts.SerializeAsString();
 }
 
 }  // namespace
@@ -65,7 +48,7 @@ std::vector<subscription_records::record> subscription_journal::records_for(
         }
         it->second = packed;
         out.emplace_back(subscription_records::entry_record_key(client_id, generation_, key),
-                         serialize(sub));
+                         subscription_records::serialize_entry(sub));
     }
     if (written_.size() != current.size()) {
         for (auto it = written_.begin(); it != written_.end();) {

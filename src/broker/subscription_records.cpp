@@ -234,6 +234,37 @@ std::vector<std::string> fold::clients() const {
     return ids;
 }
 
+namespace {
+
+void to_proto(const stored_subscription& sub, proto::topic_subscription& ts) {
+    ts.set_topic_filter(sub.filter);
+    ts.set_share_name(sub.share_group);
+    auto* opts = ts.mutable_options();
+    opts->set_qos(static_cast<std::uint32_t>(sub.options.qos));
+    opts->set_no_local(sub.options.no_local);
+    opts->set_retain_as_published(sub.options.retain_as_published);
+    opts->set_retain_handling(static_cast<std::uint32_t>(sub.options.retain_handling));
+    if (sub.subscription_id) {
+        ts.set_subscription_id(*sub.subscription_id);
+    }
+}
+
+}  // namespace
+
+std::string serialize_entry(const stored_subscription& sub) {
+    proto::topic_subscription ts;
+    to_proto(sub, ts);
+    return ts.SerializeAsString();
+}
+
+std::string serialize_set(const std::vector<stored_subscription>& subscriptions) {
+    proto::client_subscriptions set;
+    for (const auto& sub : subscriptions) {
+        to_proto(sub, *set.add_subscriptions());
+    }
+    return set.SerializeAsString();
+}
+
 std::optional<std::vector<stored_subscription>> parse_set(std::string_view serialized) {
     proto::client_subscriptions set;
     if (!set.ParseFromArray(serialized.data(), static_cast<int>(serialized.size()))) {

@@ -65,6 +65,10 @@ std::uint64_t new_generation();
 // proto::client_subscriptions, as the mirrors and hand-overs pass it); nullopt when it does not
 // parse. Out-of-range QoS and Retain Handling values are clamped to 2.
 std::optional<std::vector<stored_subscription>> parse_set(std::string_view serialized);
+// The reverse: `subscriptions` as a serialized proto::client_subscriptions (generation 0).
+std::string serialize_set(const std::vector<stored_subscription>& subscriptions);
+// One subscription as the value of its entry record (a serialized proto::topic_subscription).
+std::string serialize_entry(const stored_subscription& sub);
 
 // A key and a value to produce; an empty value is a tombstone.
 using record = std::pair<std::string, std::string>;

@@ -50,6 +50,8 @@ json to_json(const session_view& s) {
 
 constexpr std::string_view qos_names[] = {"AT_MOST_ONCE", "AT_LEAST_ONCE", "EXACTLY_ONCE"};
 
+}  // namespace
+
 json to_json(const subscription_view& s) {
     return {{"topicFilter", s.topic_filter},
             {"qos", qos_names[std::clamp(s.qos, 0, 2)]},
@@ -59,6 +61,8 @@ json to_json(const subscription_view& s) {
               {"retainHandling", s.retain_handling}}},
             {"subscriptionId", s.subscription_id ? json(*s.subscription_id) : json(nullptr)}};
 }
+
+namespace {
 
 json to_json(const session_details_view& d) {
     json out = to_json(d.session);

@@ -31,6 +31,8 @@
 
 #include "http/router.h"
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -86,5 +88,10 @@ struct client_session_api {
 };
 
 void add_client_session_routes(router& routes, client_session_api api);
+
+// A subscription as the API shows it: {"topicFilter", "qos": "AT_LEAST_ONCE", "options":
+// {"noLocal", "retainAsPublish", "retainHandling"}, "subscriptionId"} (TBMQ's
+// SubscriptionInfoDto).
+nlohmann::json to_json(const subscription_view& s);
 
 }  // namespace starling::http

@@ -1,7 +1,7 @@
 // libFuzzer target for the HTTP router and the /api handlers' request parsing (JSON bodies,
 // query strings, URL-encoded path parts): credentials, blocked clients, unauthorized clients,
-// retained messages, client sessions, publish, drops and quota, plus the actuator routes, behind
-// the admin bearer token, as the daemon registers them.
+// retained messages, client sessions, subscriptions, publish, drops and quota, plus the actuator
+// routes, behind the admin bearer token, as the daemon registers them.
 //
 // Input: one mode byte, then the request target up to the first '\n', then the body.
 //   bits 0-1  method: GET, POST, DELETE, PUT
@@ -32,6 +32,7 @@
 #include "http/quota_api.h"
 #include "http/retained_msg_api.h"
 #include "http/router.h"
+#include "http/subscription_api.h"
 #include "http/unauthorized_client_api.h"
 #include "metrics/registry.h"
 #include "starling/metadata_store.h"
@@ -240,6 +241,32 @@ struct fixture {
                     },
                 .disconnect = session_action,
                 .remove = session_action,
+                .admin_token = std::string(token)});
+        http::add_subscription_routes(
+            routes,
+            http::subscription_api{
+                .list =
+                    [this](const std::string& id,
+                           std::function<void(std::optional<std::vector<http::subscription_view>>)>
+                               done) {
+                        if (sessions.count(id) == 0) {
+                            done(std::nullopt);
+                            return;
+                        }
+                        done(std::vector<http::subscription_view>{{.topic_filter = "a/+"}});
+                    },
+                .replace =
+                    [this](const std::string& id, std::vector<http::subscription_view> subs,
+                           std::function<void(http::session_action_outcome, std::string)> done) {
+                        for (const auto& sub : subs) {
+                            check(!sub.topic_filter.empty() && sub.qos >= 0 && sub.qos <= 2 &&
+                                      sub.retain_handling >= 0 && sub.retain_handling <= 2,
+                                  "a subscription passed parsing with a bad field");
+                        }
+                        done(sessions.count(id) != 0 ? http::session_action_outcome::done
+                                                     : http::session_action_outcome::not_found,
+                             subs.size() > 3 ? "subscriptions: too many" : "");
+                    },
                 .admin_token = std::string(token)});
         http::add_publish_routes(
             routes, http::publish_api{

@@ -1,7 +1,7 @@
 // session_admin (the management API's /api/client-session) on an embedded node, model-based:
 // seeded random sequences of what clients do (connect clean or persistent, subscribe,
-// DISCONNECT) and what an operator does (disconnect, remove), checked after every step against
-// a small model of each client id's session:
+// DISCONNECT) and what an operator does (disconnect, remove, replace subscriptions), checked after
+// every step against a small model of each client id's session:
 //   - the outcome of every operator action (done / not_found / not_connected / connected);
 //   - a disconnected MQTT 5 client got DISCONNECT 0x98 and its connection was closed;
 //   - list() and find() show exactly the sessions the model has, connected or not, with their
@@ -90,7 +90,7 @@ class session_admin_test : public broker_fixture {
         for (int step = 0; step < steps && !HasFatalFailure(); ++step) {
             const std::string id = prefix + std::to_string(pick(3));
             auto& m = model[id];
-            const int op = pick(6);
+            const int op = pick(7);
             trace << " [" << step << "] ";
             switch (op) {
                 case 0: {  // connect: persistent (resumes) or clean (ends what was there)
@@ -171,6 +171,27 @@ class session_admin_test : public broker_fixture {
                     if (want == outcome::done) {
                         m.st = state::none;
                         m.filters.clear();
+                    }
+                    break;
+                }
+                case 6: {  // an operator replaces the session's subscriptions
+                    std::vector<stored_subscription> subs;
+                    std::set<std::string> filters;
+                    for (int i = 0, n = pick(3); i < n; ++i) {
+                        const std::string filter = "t/" + std::to_string(pick(4)) + "/#";
+                        subs.push_back(
+                            {.filter = filter, .options = {.qos = mqtt::qos::at_least_once}});
+                        filters.insert(filter);
+                    }
+                    trace << "admin set " << filters.size() << " subscriptions of " << id;
+                    const auto got = wait_outcome([&](std::function<void(outcome)> done) {
+                        admin.set_subscriptions(id, subs, done);
+                    });
+                    const outcome want = m.st == state::none ? outcome::not_found : outcome::done;
+                    trace << " -> " << name_of(got);
+                    EXPECT_EQ(got, want) << trace.str();
+                    if (want == outcome::done) {
+                        m.filters = filters;
                     }
                     break;
                 }
