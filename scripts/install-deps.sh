@@ -78,7 +78,7 @@ venv="$root/.venv"
 if [[ ! -x "$venv/bin/python" ]]; then
     python3 -m venv "$venv"
 fi
-if ! "$venv/bin/python" -c "import paho.mqtt, pytest" 2>/dev/null; then
+if ! "$venv/bin/python" -c "import paho.mqtt, pytest, jsonschema, openapi_spec_validator" 2>/dev/null; then
     "$venv/bin/pip" install -q --disable-pip-version-check -r "$root/tests/integration/requirements.txt"
 fi
 # MQTT.js for the WebSocket interoperability test (tests/integration/js), pinned by its

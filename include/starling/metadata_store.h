@@ -130,6 +130,11 @@ class metadata_store {
     virtual void find_application_shared_subscription(
         std::string topic_filter,
         callback<std::optional<application_shared_subscription>> done) = 0;
+    // Every entity, ordered by topic filter (operators define a handful; the API pages them).
+    virtual void list_application_shared_subscriptions(
+        callback<std::vector<application_shared_subscription>> done) = 0;
+    // Deletes the entity with this id; false when there was none.
+    virtual void delete_application_shared_subscription(std::string id, callback<bool> done) = 0;
 
     // Failed authentications (kept for operators; expired by TTL; bounded as described at
     // unauthorized_client). A row dropped by the rate limits still completes with success.

@@ -20,6 +20,7 @@
 #include "broker/topics.h"
 #include "config/cli.h"
 #include "http/actuator.h"
+#include "http/app_shared_subs_api.h"
 #include "http/blocked_client_api.h"
 #include "http/client_session_api.h"
 #include "http/cluster_info_api.h"
@@ -27,6 +28,7 @@
 #include "http/drops_api.h"
 #include "http/health.h"
 #include "http/log_level_api.h"
+#include "http/openapi_api.h"
 #include "http/publish_api.h"
 #include "http/quota_api.h"
 #include "http/server.h"
@@ -524,6 +526,8 @@ void daemon::start() {
     http::add_quota_routes(api, p.quota, cfg_.security.admin_token);
     http::add_log_level_routes(api, cfg_.security.admin_token);
     http::add_unauthorized_client_routes(api, *p.metadata_port, cfg_.security.admin_token);
+    http::add_app_shared_subs_routes(api, *p.metadata_port, cfg_.security.admin_token);
+    http::add_openapi_routes(api, cfg_.security.admin_token);
     http::add_retained_msg_routes(api, retained_admin(p.node->core(), cfg_.security.admin_token));
     p.session_admin = std::make_unique<broker::session_admin>(p.node->core());
     http::add_client_session_routes(

@@ -5,6 +5,7 @@
 #include "proto/starling.pb.h"
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <array>
 #include <memory>
 #include <utility>
@@ -127,13 +128,26 @@ void blocked_clients_log::put(auth::blocked_entry e, std::function<void(status)>
 
 void blocked_clients_log::erase(auth::block_type type, const std::string& value,
                                 std::function<void(result<bool>)> done) {
+    // Whether there is a rule to remove is decided now, not when the tombstone is acknowledged:
+    // in cluster mode this node's follower may apply the tombstone first, and the rule would
+    // then look as if it had never existed.
+    const auto canonical = auth::blocked_clients::canonical_value(type, value);
+    const auto rules = blocked_.list(0);
+    const bool exists = std::any_of(rules.begin(), rules.end(), [&](const auth::blocked_entry& e) {
+        return e.type == type && e.value == canonical;
+    });
+    if (!exists) {
+        done(false);
+        return;
+    }
     log_.produce(topic_, record_key(type, value), std::string(), {},
                  [this, type, value, done = std::move(done)](result<produce_ack> ack) {
                      if (!ack) {
                          done(result<bool>(boost::system::in_place_error, ack.error()));
                          return;
                      }
-                     done(blocked_.remove(type, value));
+                     (void)blocked_.remove(type, value);  // the follower may have done it
+                     done(true);
                  });
 }
 

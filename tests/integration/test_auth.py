@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 
-from starling_it import codec
+from starling_it import codec, rest
 from starling_it.brokers import REPO_ROOT, make_broker
 
 pytestmark = pytest.mark.starlingd_only(reason="starlingd's security configuration")
@@ -282,30 +282,9 @@ def test_auth_metrics(secured, raw_client, uid):
 
 
 def api(broker, method: str, path: str, body=None, token: str | None = "t0ken"):
-    """Calls the credentials REST API; returns (status, parsed JSON body)."""
-    import json
-    import urllib.error
-    import urllib.request
-
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(
-        f"http://{broker.host}:{broker.http_port}{path}", data=data, method=method
-    )
-    if token is not None:
-        req.add_header("Authorization", f"Bearer {token}")
-    if data is not None:
-        req.add_header("Content-Type", "application/json")
-    def parsed(raw: bytes):
-        try:
-            return json.loads(raw or b"null")
-        except ValueError:
-            return raw
-
-    try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            return resp.status, parsed(resp.read())
-    except urllib.error.HTTPError as e:
-        return e.code, parsed(e.read())
+    """Calls the credentials REST API; returns (status, parsed JSON body), the answer checked
+    against docs/openapi.json (starling_it.rest)."""
+    return rest.call(broker, method, path, token, body)
 
 
 def test_credentials_rest_api(broker_factory, raw_client, uid):

@@ -477,6 +477,48 @@ void sqlite_metadata_store::find_application_shared_subscription(
            });
 }
 
+void sqlite_metadata_store::list_application_shared_subscriptions(
+    callback<std::vector<application_shared_subscription>> done) {
+    submit(std::move(done),
+           [](sqlite_db& db) -> result<std::vector<application_shared_subscription>> {
+               auto stmt = db.prepare(
+                   "SELECT id, created_time, topic, partitions, name"
+                   " FROM application_shared_subscription ORDER BY topic");
+               if (!stmt) {
+                   return stmt.error();
+               }
+               std::vector<application_shared_subscription> out;
+               for (;;) {
+                   auto row = stmt->step();
+                   if (!row) {
+                       return row.error();
+                   }
+                   if (!*row) {
+                       return out;
+                   }
+                   out.push_back({.id = stmt->column_text(0),
+                                  .created_time_ms = stmt->column_int64(1),
+                                  .topic_filter = stmt->column_text(2),
+                                  .partitions = static_cast<std::int32_t>(stmt->column_int64(3)),
+                                  .name = stmt->column_text(4)});
+               }
+           });
+}
+
+void sqlite_metadata_store::delete_application_shared_subscription(std::string id,
+                                                                   callback<bool> done) {
+    submit(std::move(done), [id = std::move(id)](sqlite_db& db) -> result<bool> {
+        auto stmt = db.prepare("DELETE FROM application_shared_subscription WHERE id = ?");
+        if (!stmt) {
+            return {boost::system::in_place_error, stmt.error()};
+        }
+        if (auto st = stmt->bind(1, id).run(); !st) {
+            return {boost::system::in_place_error, st.error()};
+        }
+        return db.changes() > 0;
+    });
+}
+
 // --- unauthorized-client log -----------------------------------------------------------------
 
 void sqlite_metadata_store::record_unauthorized(unauthorized_client entry, done_callback done) {

@@ -555,6 +555,39 @@ void postgres_metadata_store::find_application_shared_subscription(
         });
 }
 
+void postgres_metadata_store::list_application_shared_subscriptions(
+    callback<std::vector<application_shared_subscription>> done) {
+    post_call(
+        pool_, nullptr, std::move(done),
+        [](pqxx::connection_base& conn) -> result<std::vector<application_shared_subscription>> {
+            pqxx::nontransaction tx(conn);
+            const auto rows = tx.exec(
+                "SELECT id, created_time, topic, partitions, name"
+                " FROM application_shared_subscription ORDER BY topic");
+            std::vector<application_shared_subscription> out;
+            out.reserve(rows.size());
+            for (const auto& row : rows) {
+                out.push_back({.id = text_of(row[0]),
+                               .created_time_ms = row[1].as<std::int64_t>(),
+                               .topic_filter = text_of(row[2]),
+                               .partitions = row[3].as<std::int32_t>(),
+                               .name = text_of(row[4])});
+            }
+            return out;
+        });
+}
+
+void postgres_metadata_store::delete_application_shared_subscription(std::string id,
+                                                                     callback<bool> done) {
+    post_call(pool_, nullptr, std::move(done),
+              [id = std::move(id)](pqxx::connection_base& conn) -> result<bool> {
+                  pqxx::nontransaction tx(conn);
+                  const auto r = tx.exec_params(
+                      "DELETE FROM application_shared_subscription WHERE id = $1", id);
+                  return r.affected_rows() > 0;
+              });
+}
+
 // --- unauthorized-client log -----------------------------------------------------------------
 
 void postgres_metadata_store::record_unauthorized(unauthorized_client entry, done_callback done) {

@@ -73,6 +73,9 @@ class postgres_metadata_store final : public metadata_store {
     void find_application_shared_subscription(
         std::string topic_filter,
         callback<std::optional<application_shared_subscription>> done) override;
+    void list_application_shared_subscriptions(
+        callback<std::vector<application_shared_subscription>> done) override;
+    void delete_application_shared_subscription(std::string id, callback<bool> done) override;
 
     void record_unauthorized(unauthorized_client entry, done_callback done) override;
     void list_unauthorized(unauthorized_query query, callback<unauthorized_page> done) override;

@@ -474,6 +474,35 @@ TEST_P(metadata_store_contract, application_shared_subscription_found_by_filter_
     EXPECT_FALSE(save_shared({.id = "s3", .topic_filter = "x", .partitions = 0}));
 }
 
+TEST_P(metadata_store_contract, application_shared_subscriptions_listed_by_filter_and_deleted) {
+    auto none = list_shared();
+    ASSERT_TRUE(none) << none.error().message();
+    EXPECT_TRUE(none->empty());
+    ASSERT_TRUE(save_shared({.id = "b", .topic_filter = "z/#", .partitions = 2, .name = "zed"}));
+    ASSERT_TRUE(save_shared({.id = "a", .topic_filter = "a/+", .partitions = 3}));
+    auto all = list_shared();
+    ASSERT_TRUE(all) << all.error().message();
+    ASSERT_EQ(all->size(), 2U);
+    EXPECT_EQ((*all)[0].topic_filter, "a/+");
+    EXPECT_EQ((*all)[0].id, "a");
+    EXPECT_EQ((*all)[0].partitions, 3);
+    EXPECT_GT((*all)[0].created_time_ms, 0);
+    EXPECT_EQ((*all)[1].name, "zed");
+
+    auto deleted = delete_shared("b");
+    ASSERT_TRUE(deleted && *deleted);
+    deleted = delete_shared("b");
+    ASSERT_TRUE(deleted);
+    EXPECT_FALSE(*deleted) << "deleting what is gone reports false";
+    all = list_shared();
+    ASSERT_TRUE(all);
+    ASSERT_EQ(all->size(), 1U);
+    EXPECT_EQ((*all)[0].id, "a");
+    auto found = find_shared("z/#");
+    ASSERT_TRUE(found);
+    EXPECT_FALSE(found->has_value());
+}
+
 TEST_P(metadata_store_contract, settings_round_trip_and_overwrite) {
     auto missing = get_setting("general");
     ASSERT_TRUE(missing) << missing.error().message();

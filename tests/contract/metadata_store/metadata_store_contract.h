@@ -99,6 +99,15 @@ class metadata_store_test_base : public ::testing::TestWithParam<metadata_store_
             store_->find_application_shared_subscription(filter, std::move(done));
         });
     }
+    result<std::vector<application_shared_subscription>> list_shared() {
+        return await<result<std::vector<application_shared_subscription>>>(
+            [&](auto done) { store_->list_application_shared_subscriptions(std::move(done)); });
+    }
+    result<bool> delete_shared(const std::string& id) {
+        return await<result<bool>>([&](auto done) {
+            store_->delete_application_shared_subscription(id, std::move(done));
+        });
+    }
     status record_unauthorized(unauthorized_client entry) {
         return await<status>(
             [&](auto done) { store_->record_unauthorized(std::move(entry), std::move(done)); });

@@ -1,6 +1,7 @@
 // libFuzzer target for the HTTP router and the /api handlers' request parsing (JSON bodies,
 // query strings, URL-encoded path parts): credentials, blocked clients, unauthorized clients,
-// retained messages, client sessions, subscriptions, publish, drops and quota, plus the actuator
+// retained messages, client sessions, subscriptions, APPLICATION shared subscriptions,
+// publish, drops and quota, plus the actuator
 // routes, behind the admin bearer token, as the daemon registers them.
 //
 // Input: one mode byte, then the request target up to the first '\n', then the body.
@@ -23,6 +24,7 @@
 #include "auth/blocked_clients.h"
 #include "auth/worker_pool.h"
 #include "http/actuator.h"
+#include "http/app_shared_subs_api.h"
 #include "http/blocked_client_api.h"
 #include "http/client_session_api.h"
 #include "http/credentials_api.h"
@@ -113,6 +115,14 @@ class memory_store final : public metadata_store {
         std::string, callback<std::optional<application_shared_subscription>> done) override {
         done(std::optional<application_shared_subscription>());
     }
+    void list_application_shared_subscriptions(
+        callback<std::vector<application_shared_subscription>> done) override {
+        done(std::vector<application_shared_subscription>{
+            {.id = "s1", .topic_filter = "a/+", .partitions = 2, .name = "\xff"}});
+    }
+    void delete_application_shared_subscription(std::string id, callback<bool> done) override {
+        done(id == "s1");
+    }
     void record_unauthorized(unauthorized_client c, done_callback done) override {
         unauthorized_[c.client_id] = std::move(c);
         done({});
@@ -175,6 +185,7 @@ struct fixture {
         http::add_drops_routes(routes, drops, std::string(token));
         http::add_quota_routes(routes, nullptr, std::string(token));
         http::add_unauthorized_client_routes(routes, store, std::string(token));
+        http::add_app_shared_subs_routes(routes, store, std::string(token));
         http::add_retained_msg_routes(
             routes,
             http::retained_msg_api{
