@@ -233,8 +233,11 @@ void add_action(admin_routes& admin, std::string route, client_session_api::acti
                             done(std::move(*bad));
                             return;
                         }
-                        auto [client_id, session_id] =
-                            std::get<std::pair<std::string, std::string>>(std::move(target));
+                        // Named copies, not a structured binding: lambdas may not capture
+                        // bindings before C++20 compilers that implement P1091 (clang 16).
+                        auto ids = std::get<std::pair<std::string, std::string>>(std::move(target));
+                        std::string client_id = std::move(ids.first);
+                        std::string session_id = std::move(ids.second);
                         spdlog::info("{} of client {} requested through {}", what, client_id, path);
                         act(client_id, session_id,
                             [done = std::move(done), what, client_id](session_action_outcome o) {

@@ -155,8 +155,11 @@ void add_subscription_routes(router& routes, subscription_api api) {
             done(std::move(*err));
             return;
         }
-        auto [client_id, subs] =
+        // Named copies, not a structured binding: the lambda below captures client_id.
+        auto update =
             std::get<std::pair<std::string, std::vector<subscription_view>>>(std::move(parsed));
+        std::string client_id = std::move(update.first);
+        auto subs = std::move(update.second);
         const auto count = subs.size();
         spdlog::info("subscriptions of client {} replaced through {} ({} given)", client_id, path,
                      count);
