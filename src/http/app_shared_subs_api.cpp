@@ -1,6 +1,8 @@
 #include "http/app_shared_subs_api.h"
 
 #include "http/api_support.h"
+#include "mqtt/reason_code.h"
+#include "mqtt/topic.h"
 
 #include <nlohmann/json.hpp>
 #include <openssl/rand.h>
@@ -50,27 +52,10 @@ std::string new_id() {
     return out;
 }
 
-// A topic filter as MQTT allows it, without the $share/ form (a definition names the filter
-// of the share, not a share).
+// A topic filter as MQTT allows it (mqtt::validate_topic_filter), without the $share/ form:
+// a definition names the filter of the share, not a share.
 bool valid_filter(std::string_view f) {
-    if (f.empty() || f.starts_with("$share/") || f.find('\0') != std::string_view::npos) {
-        return false;
-    }
-    std::size_t start = 0;
-    for (;;) {
-        const auto end = f.find('/', start);
-        const auto level = f.substr(start, end == std::string_view::npos ? f.npos : end - start);
-        if (level.find_first_of("+#") != std::string_view::npos && level.size() != 1) {
-            return false;
-        }
-        if (level == "#" && end != std::string_view::npos) {
-            return false;
-        }
-        if (end == std::string_view::npos) {
-            return true;
-        }
-        start = end + 1;
-    }
+    return !mqtt::is_shared(f) && mqtt::validate_topic_filter(f) == mqtt::reason_code::success;
 }
 
 std::variant<application_shared_subscription, response> entity_of(std::string_view text) {
