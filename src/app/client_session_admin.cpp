@@ -76,7 +76,7 @@ std::variant<broker::stored_subscription, std::string> checked(const broker::set
         group = shared->group;
         filter = shared->filter;
     }
-    const auto levels = static_cast<std::size_t>(std::count(filter.begin(), filter.end(), '/')) + 1;
+    const auto levels = mqtt::topic_levels(filter);
     if ((!cfg.allow_root_multi_level_wildcard && filter == "#") ||
         (cfg.max_topic_segments != 0 && levels > cfg.max_topic_segments)) {
         return where +

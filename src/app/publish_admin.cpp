@@ -46,8 +46,7 @@ http::publish_api publish_admin(broker::broker_core& core, std::string admin_tok
                          "topic: not a valid MQTT topic name (no wildcards, valid UTF-8)");
                     return;
                 }
-                const auto levels =
-                    static_cast<std::size_t>(std::count(r.topic.begin(), r.topic.end(), '/')) + 1;
+                const auto levels = mqtt::topic_levels(r.topic);
                 if (cfg.max_topic_segments != 0 && levels > cfg.max_topic_segments) {
                     done(publish_outcome::bad_request,
                          "topic: more levels than mqtt.topic.max-segments-count allows");

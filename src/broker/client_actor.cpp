@@ -35,9 +35,7 @@ std::string_view version_name(mqtt::protocol_version v) {
     return "?";
 }
 
-std::size_t topic_levels(std::string_view topic) {
-    return static_cast<std::size_t>(std::count(topic.begin(), topic.end(), '/')) + 1;
-}
+using mqtt::topic_levels;
 
 }  // namespace
 

@@ -8,6 +8,7 @@
 #include "mqtt/reason_code.h"
 #include "mqtt/utf8.h"
 
+#include <cstddef>
 #include <optional>
 #include <string_view>
 
@@ -31,6 +32,16 @@ struct shared_subscription {
 
 // True when the filter starts with "$share/" (whether or not the rest is valid).
 constexpr bool is_shared(std::string_view filter) noexcept { return filter.starts_with("$share/"); }
+
+// How many levels a topic name or filter has ("a/b" 2, "" 1): what mqtt.topic.max-segments-count
+// bounds.
+constexpr std::size_t topic_levels(std::string_view topic) noexcept {
+    std::size_t levels = 1;
+    for (char c : topic) {
+        levels += c == '/' ? 1 : 0;
+    }
+    return levels;
+}
 
 // For "$share/<group>/<filter>": the group and filter when the share name is at least one
 // character and free of '/', '+' and '#', and the filter is a valid non-empty topic filter.
