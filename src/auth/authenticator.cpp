@@ -36,10 +36,16 @@ struct authenticator::failure_table {
     struct entry {
         ratelimit::token_bucket bucket;
         std::list<std::string>::iterator position;
+        starling::clock::steady_point last_failure;
     };
     std::unordered_map<std::string, entry> entries;
     std::list<std::string> order;  // least recently failing first
     std::int64_t full = 0;         // tokens of a full bucket (the smallest window's capacity)
+    // How long an address stays suspect after its last failure: the longest window. Not "until
+    // the bucket refills": with 60 attempts a minute that is one second after a single failure,
+    // and a flood whose attempts are mostly shed (which spends no token) would then be back in
+    // the normal lane, level with everyone else, within a second.
+    std::chrono::seconds suspect_for{60};
 };
 
 // One provider and its circuit breaker.
@@ -77,6 +83,13 @@ authenticator::authenticator(authenticator_options options,
     failures_->full = std::numeric_limits<std::int64_t>::max();
     for (const auto& window : options_.failed_attempts_per_address) {
         failures_->full = std::min(failures_->full, window.capacity);
+    }
+    if (!options_.failed_attempts_per_address.empty()) {
+        std::int64_t longest = 0;
+        for (const auto& window : options_.failed_attempts_per_address) {
+            longest = std::max(longest, window.period_seconds);
+        }
+        failures_->suspect_for = std::chrono::seconds(longest);
     }
     for (auto& p : providers) {
         auto slot = std::make_unique<provider_slot>();
@@ -333,8 +346,9 @@ bool authenticator::may_try(const std::string& address, bool& suspect) {
         return true;
     }
     const auto available = it->second.bucket.available(now);
-    if (available >= table.full) {
-        table.order.erase(it->second.position);  // refilled: the same as never having failed
+    if (available >= table.full && now - it->second.last_failure >= table.suspect_for) {
+        // Refilled and quiet for a whole window: the same as never having failed.
+        table.order.erase(it->second.position);
         table.entries.erase(it);
         suspect = false;
         return true;
@@ -367,6 +381,7 @@ void authenticator::record_failure(const std::string& address) {
     } else {
         table.order.splice(table.order.end(), table.order, it->second.position);
     }
+    it->second.last_failure = now;
     (void)it->second.bucket.try_acquire(now);
 }
 

@@ -14,8 +14,9 @@
 //     first call after the cool-down is a trial that closes it again on success.
 // Before the chain: a source address that used up its failed attempts
 // (`failed_attempts_per_address`) is refused at once (throttled, v5 0x9F) until its bucket
-// refills — only verdicts already cached still apply to it — and one that failed recently is
-// marked `suspect`, which sends its bcrypt work to the worker pool's low lane. A provider that
+// refills — only verdicts already cached still apply to it — and one that failed within the
+// longest window (60 s when unlimited) is marked `suspect`, which sends its bcrypt work to the
+// worker pool's low lane. A provider that
 // sheds load (auth_result::shed: its queue was full or too slow) is not failing: the breaker
 // ignores it, and when nobody else decides the client is refused with Server busy.
 // Definitive results are cached for `cache_ttl`, keyed by everything a provider reads: client

@@ -160,9 +160,11 @@ TEST_F(overload_test, an_address_that_failed_recently_is_marked_suspect) {
     (void)run("198.51.100.1:1");   // another address is not
     clock_.advance(1s);            // one token back, two failures spent: still suspect
     (void)run("[2001:db8::1]:7");  // three spent now
-    clock_.advance(3s);            // all back: the same as never having failed
+    clock_.advance(3s);            // all tokens back, but it failed 3 s ago: still suspect
     (void)run("[2001:db8::1]:8");
-    EXPECT_EQ(raw->seen(), (std::vector<bool>{false, true, false, true, false}));
+    clock_.advance(10s);  // a whole window without a failure: the same as never having failed
+    (void)run("[2001:db8::1]:9");
+    EXPECT_EQ(raw->seen(), (std::vector<bool>{false, true, false, true, true, false}));
 }
 
 TEST_F(overload_test, the_failure_table_is_bounded) {
