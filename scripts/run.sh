@@ -11,17 +11,29 @@ cmake --preset release >/dev/null
 cmake --build --preset release -j "$(nproc)" --target starlingd
 # A development broker accepts clients without credentials (the shipped default refuses them).
 export SECURITY_MQTT_ALLOW_ANONYMOUS="${SECURITY_MQTT_ALLOW_ANONYMOUS:-true}"
-# The management API (/api/**, docs/api.md) needs an admin token: without one given, a random
-# one is made on the first run and kept (readable by this user only) for the next runs.
-if [[ -z "${SECURITY_ADMIN_TOKEN:-}" ]]; then
-    token_file="data/.admin-token"
-    if [[ ! -s "$token_file" ]]; then
-        mkdir -p data
-        (umask 077 && head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$token_file")
+# The management API (/api/**, docs/api.md): an admin user for people (the first admin is made
+# on the first start from SECURITY_ADMIN_PASSWORD) and a static token for scripts. Without them
+# given, random ones are made on the first run and kept (readable by this user only).
+secret_file() {  # secret_file PATH: creates PATH with 24 random bytes in hex unless it exists
+    if [[ ! -s "$1" ]]; then
+        mkdir -p "$(dirname "$1")"
+        (umask 077 && head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$1")
     fi
-    SECURITY_ADMIN_TOKEN="$(cat "$token_file")"
+}
+admin_user="${SECURITY_ADMIN_USERNAME:-sysadmin@starling.local}"
+if [[ -z "${SECURITY_ADMIN_PASSWORD:-}" ]]; then
+    secret_file data/.admin-password
+    SECURITY_ADMIN_PASSWORD="$(cat data/.admin-password)"
+    export SECURITY_ADMIN_PASSWORD
+    echo "Management API on http://localhost:8083/api/ — admin $admin_user, password in" \
+        "$root/data/.admin-password (used on the first start only). Log in with:"
+    echo "  tools/starlingctl/starlingctl login --url http://localhost:8083 --username $admin_user"
+fi
+if [[ -z "${SECURITY_ADMIN_TOKEN:-}" ]]; then
+    secret_file data/.admin-token
+    SECURITY_ADMIN_TOKEN="$(cat data/.admin-token)"
     export SECURITY_ADMIN_TOKEN
-    echo "Management API on http://localhost:8083/api/ (token in $root/$token_file). Log in with:"
-    echo "  tools/starlingctl/starlingctl login --url http://localhost:8083 --token \$(cat $token_file)"
+    echo "Static API token (for scripts) in $root/data/.admin-token:"
+    echo "  tools/starlingctl/starlingctl login --url http://localhost:8083 --token \$(cat data/.admin-token)"
 fi
 exec build/release/src/app/starlingd --config config/starling.yml "$@"

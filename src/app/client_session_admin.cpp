@@ -97,7 +97,7 @@ std::variant<broker::stored_subscription, std::string> checked(const broker::set
 
 http::subscription_api subscription_admin(broker::session_admin& sessions,
                                           const broker::broker_core& core,
-                                          std::string admin_token) {
+                                          http::api_access access) {
     return http::subscription_api{
         .list =
             [&sessions](
@@ -142,11 +142,11 @@ http::subscription_api subscription_admin(broker::session_admin& sessions,
                         done(outcome_of(o), {});
                     });
             },
-        .admin_token = std::move(admin_token)};
+        .access = std::move(access)};
 }
 
 http::client_session_api client_session_admin(broker::session_admin& sessions,
-                                              std::string admin_token) {
+                                              http::api_access access) {
     auto answer = [](std::function<void(http::session_action_outcome)> done) {
         return [done = std::move(done)](broker::session_admin::outcome o) { done(outcome_of(o)); };
     };
@@ -195,7 +195,7 @@ http::client_session_api client_session_admin(broker::session_admin& sessions,
                                 std::function<void(http::session_action_outcome)> done) {
                 sessions.end_session(client_id, session_id, answer(std::move(done)));
             },
-        .admin_token = std::move(admin_token)};
+        .access = std::move(access)};
 }
 
 }  // namespace starling::app

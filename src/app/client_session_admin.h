@@ -14,13 +14,13 @@ namespace starling::app {
 
 // `sessions` must outlive the HTTP server the routes go into.
 http::client_session_api client_session_admin(broker::session_admin& sessions,
-                                              std::string admin_token);
+                                              http::api_access access);
 
 // /api/subscription over the same: the subscriptions a POST sets are checked here by the
 // broker's rules for a SUBSCRIBE (valid filters, No Local not on a shared one, the root '#'
 // and level limits, the per-client maximum; QoS granted up to the maximum QoS). `core` must
 // outlive the server as well.
 http::subscription_api subscription_admin(broker::session_admin& sessions,
-                                          const broker::broker_core& core, std::string admin_token);
+                                          const broker::broker_core& core, http::api_access access);
 
 }  // namespace starling::app

@@ -8,6 +8,7 @@
 #include "adapters/postgres/postgres_metadata_store.h"
 #include "adapters/redis/redis_device_inbox.h"
 #include "adapters/redis/redis_shared_counters.h"
+#include "app/admin_login.h"
 #include "app/client_session_admin.h"
 #include "app/publish_admin.h"
 #include "app/retained_admin.h"
@@ -21,6 +22,7 @@
 #include "config/cli.h"
 #include "http/actuator.h"
 #include "http/app_shared_subs_api.h"
+#include "http/auth_api.h"
 #include "http/blocked_client_api.h"
 #include "http/client_session_api.h"
 #include "http/cluster_info_api.h"
@@ -305,6 +307,8 @@ struct daemon::parts {
     // Outlives the security parts: the JWT and HTTP providers hold its executor.
     std::unique_ptr<net::io_pool> io;
     security_parts security;  // outlives the node: its timers may hold the authenticator
+    // Admin users and their tokens (/api/auth/*); their checks run on security.pool.
+    admin_login_parts admin;
     // Blocked-client rules changed at runtime (/api/blockedClient), in client.blocked. Goes
     // after the node (its follower applies records to it) and before the list it fills.
     std::unique_ptr<broker::blocked_clients_log> blocked_log;
@@ -519,22 +523,30 @@ void daemon::start() {
     http::router routes;
     http::router api_routes;
     auto& api = cfg_.server.api_port ? api_routes : routes;
+    p.admin = build_admin_login(cfg_, *p.metadata_port, *p.security.pool);
+    const http::api_access& access = p.admin.access;
+    if (p.admin.users) {
+        http::add_auth_routes(
+            api, http::auth_api{.users = *p.admin.users,
+                                .tokens = *p.admin.tokens,
+                                .now_s = [] { return system_clock::instance().epoch_ms() / 1000; },
+                                .access = access});
+    }
     http::add_actuator_routes(routes, p.health, p.metrics);
     http::add_credentials_routes(api, *p.metadata_port, *p.security.pool,
-                                 p.security.authenticator.get(), cfg_.security.admin_token);
-    http::add_drops_routes(api, p.metrics.broker().drops(), cfg_.security.admin_token);
-    http::add_quota_routes(api, p.quota, cfg_.security.admin_token);
-    http::add_log_level_routes(api, cfg_.security.admin_token);
-    http::add_unauthorized_client_routes(api, *p.metadata_port, cfg_.security.admin_token);
-    http::add_app_shared_subs_routes(api, *p.metadata_port, cfg_.security.admin_token);
-    http::add_openapi_routes(api, cfg_.security.admin_token);
-    http::add_retained_msg_routes(api, retained_admin(p.node->core(), cfg_.security.admin_token));
+                                 p.security.authenticator.get(), access);
+    http::add_drops_routes(api, p.metrics.broker().drops(), access);
+    http::add_quota_routes(api, p.quota, access);
+    http::add_log_level_routes(api, access);
+    http::add_unauthorized_client_routes(api, *p.metadata_port, access);
+    http::add_app_shared_subs_routes(api, *p.metadata_port, access);
+    http::add_openapi_routes(api, access);
+    http::add_retained_msg_routes(api, retained_admin(p.node->core(), access));
     p.session_admin = std::make_unique<broker::session_admin>(p.node->core());
-    http::add_client_session_routes(
-        api, client_session_admin(*p.session_admin, cfg_.security.admin_token));
-    http::add_subscription_routes(
-        api, subscription_admin(*p.session_admin, p.node->core(), cfg_.security.admin_token));
-    http::add_publish_routes(api, publish_admin(p.node->core(), cfg_.security.admin_token));
+    http::add_client_session_routes(api, client_session_admin(*p.session_admin, access));
+    http::add_subscription_routes(api,
+                                  subscription_admin(*p.session_admin, p.node->core(), access));
+    http::add_publish_routes(api, publish_admin(p.node->core(), access));
     http::add_cluster_info_routes(
         api, http::cluster_info_api{.nodes =
                                         [d = p.nodes.get()] {
@@ -553,7 +565,7 @@ void daemon::start() {
                                             return out;
                                         },
                                     .now_ms = [] { return system_clock::instance().epoch_ms(); },
-                                    .admin_token = cfg_.security.admin_token});
+                                    .access = access});
     http::add_blocked_client_routes(
         api, http::blocked_client_api{
                  .list = *p.security.blocked,
@@ -568,7 +580,7 @@ void daemon::start() {
                          log->erase(type, value, std::move(done));
                      },
                  .now_ms = [] { return system_clock::instance().epoch_ms(); },
-                 .admin_token = cfg_.security.admin_token});
+                 .access = access});
     p.http =
         std::make_unique<http::server>(p.io->context(), std::move(routes), http_options("http"));
     if (auto st = p.http->start(cfg_.server.address, cfg_.server.port); !st) {

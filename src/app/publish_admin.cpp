@@ -34,7 +34,7 @@ const char* invalid_string_field(const http::publish_request& r) {
 
 }  // namespace
 
-http::publish_api publish_admin(broker::broker_core& core, std::string admin_token) {
+http::publish_api publish_admin(broker::broker_core& core, http::api_access access) {
     return http::publish_api{
         .publish =
             [&core](http::publish_request r,
@@ -94,7 +94,7 @@ http::publish_api publish_admin(broker::broker_core& core, std::string admin_tok
                     done(publish_outcome::published, {});
                 });
             },
-        .admin_token = std::move(admin_token)};
+        .access = std::move(access)};
 }
 
 }  // namespace starling::app

@@ -11,6 +11,6 @@
 namespace starling::app {
 
 // `core` must outlive the HTTP server the routes go into.
-http::publish_api publish_admin(broker::broker_core& core, std::string admin_token);
+http::publish_api publish_admin(broker::broker_core& core, http::api_access access);
 
 }  // namespace starling::app

@@ -18,7 +18,7 @@ http::retained_view view_of(const broker::app_message& m) {
 
 }  // namespace
 
-http::retained_msg_api retained_admin(broker::broker_core& core, std::string admin_token) {
+http::retained_msg_api retained_admin(broker::broker_core& core, http::api_access access) {
     return http::retained_msg_api{
         .list =
             [&core](const std::string& filter) -> std::optional<std::vector<http::retained_view>> {
@@ -47,7 +47,7 @@ http::retained_msg_api retained_admin(broker::broker_core& core, std::string adm
             [&core](std::string topic, std::function<void(result<bool>)> done) {
                 core.erase_retained(topic, std::move(done));
             },
-        .admin_token = std::move(admin_token)};
+        .access = std::move(access)};
 }
 
 }  // namespace starling::app

@@ -12,6 +12,6 @@
 namespace starling::app {
 
 // `core` must outlive the HTTP server the routes go into.
-http::retained_msg_api retained_admin(broker::broker_core& core, std::string admin_token);
+http::retained_msg_api retained_admin(broker::broker_core& core, http::api_access access);
 
 }  // namespace starling::app

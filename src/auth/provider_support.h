@@ -4,6 +4,7 @@
 // unavailable" signal for the authenticator's circuit breaker, and small result builders.
 // Stateless functions; safe from any thread.
 
+#include "auth/base64url.h"
 #include "auth/provider.h"
 #include "base/result.h"
 
@@ -50,8 +51,5 @@ std::string substitute_identity(std::string_view pattern, const auth_request& re
 // `text` as the inside of a JSON string literal (quotes, backslashes and control characters
 // escaped; invalid UTF-8 replaced by U+FFFD so the document stays valid).
 std::string json_escape(std::string_view text);
-
-// RFC 4648 §5 base64url without padding (padding tolerated); nullopt on a bad character.
-std::optional<std::string> base64url_decode(std::string_view text);
 
 }  // namespace starling::auth

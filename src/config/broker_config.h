@@ -600,9 +600,31 @@ struct mqtt_security_section {
     friend bool operator==(const mqtt_security_section&, const mqtt_security_section&) = default;
 };
 
+// security.admin.*: the management API's admin users (POST /api/auth/login).
+struct admin_login_section {
+    bool enabled{};        // false: only security.admin-token opens /api
+    std::string username;  // the first admin, created when the store has none
+    std::string password;  // its password; empty = no first admin is created
+    std::vector<bandwidth> failed_logins_per_address;  // empty = unlimited
+
+    friend bool operator==(const admin_login_section&, const admin_login_section&) = default;
+};
+
+// security.jwt.*: the admin users' tokens (TBMQ's names).
+struct api_jwt_section {
+    std::string token_signing_key;  // empty = generated once and kept in the metadata store
+    std::string token_issuer;
+    std::chrono::seconds token_expiration_time{};
+    std::chrono::seconds refresh_token_exp_time{};
+
+    friend bool operator==(const api_jwt_section&, const api_jwt_section&) = default;
+};
+
 struct security_section {
     mqtt_security_section mqtt;
-    std::string admin_token;  // bearer token of the credentials REST API; empty = API disabled
+    std::string admin_token;  // static bearer token of /api (a service account); may be empty
+    admin_login_section admin;
+    api_jwt_section jwt;
 
     friend bool operator==(const security_section&, const security_section&) = default;
 };

@@ -641,6 +641,21 @@ std::optional<std::string> jwt_algorithm_name(std::string_view text) {
 std::optional<std::string> http_method_name(std::string_view text) {
     return one_of_names(text, {"GET", "POST", "PUT", "PATCH", "DELETE"});
 }
+std::optional<std::string> non_empty_text(std::string_view text) {
+    if (text.empty()) {
+        return std::string("must not be empty");
+    }
+    return std::nullopt;
+}
+// HS256 wants a key at least as long as its output (RFC 7518 §3.2).
+std::optional<std::string> signing_key_text(std::string_view text) {
+    if (!text.empty() && text.size() < 32) {
+        return std::string(
+            "is shorter than 32 bytes (HS256 needs at least 32; leave it empty "
+            "to have one generated)");
+    }
+    return std::nullopt;
+}
 // TBMQ's three connection types; only standalone is implemented so far, and a deployment
 // asking for the others must not start against a single node by mistake.
 std::optional<std::string> redis_connection_type(std::string_view text) {
@@ -1157,6 +1172,26 @@ const std::vector<binding>& bindings() {
               ""},
              FIELD(security.mqtt.http.password)),
         text({"security.admin-token", "SECURITY_ADMIN_TOKEN", ""}, FIELD(security.admin_token)),
+        boolean({"security.admin.login-enabled", "SECURITY_ADMIN_LOGIN_ENABLED", "true"},
+                FIELD(security.admin.enabled)),
+        text({"security.admin.username", "SECURITY_ADMIN_USERNAME", "sysadmin@starling.local"},
+             FIELD(security.admin.username), non_empty_text),
+        text({"security.admin.password", "SECURITY_ADMIN_PASSWORD", ""},
+             FIELD(security.admin.password)),
+        optional_bandwidths({"security.admin.failed-logins-per-address",
+                             "SECURITY_ADMIN_FAILED_LOGINS_PER_ADDRESS", "5:60,20:3600"},
+                            FIELD(security.admin.failed_logins_per_address)),
+        text({"security.jwt.token-signing-key", "JWT_TOKEN_SIGNING_KEY", ""},
+             FIELD(security.jwt.token_signing_key), signing_key_text),
+        text({"security.jwt.token-issuer", "JWT_TOKEN_ISSUER", "starling"},
+             FIELD(security.jwt.token_issuer), non_empty_text),
+        integer({"security.jwt.token-expiration-time", "JWT_TOKEN_EXPIRATION_TIME", "9000"},
+                FIELD(security.jwt.token_expiration_time),
+                {.min = 60, .max = 31'536'000, .unit = "s"}),
+        integer(
+            {"security.jwt.refresh-token-exp-time", "JWT_REFRESH_TOKEN_EXPIRATION_TIME", "604800"},
+            FIELD(security.jwt.refresh_token_exp_time),
+            {.min = 60, .max = 31'536'000, .unit = "s"}),
         integer({"security.mqtt.auth-cache-ttl-ms", "SECURITY_MQTT_AUTH_CACHE_TTL_MS", "60000"},
                 FIELD(security.mqtt.auth_cache_ttl),
                 {.min = 0, .max = 86400000, .unit = "ms", .note = "0 = no cache"}),

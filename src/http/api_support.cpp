@@ -2,10 +2,13 @@
 
 #include <nlohmann/json.hpp>
 #include <openssl/crypto.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <charconv>
+#include <chrono>
 #include <utility>
 
 namespace starling::http {
@@ -27,37 +30,24 @@ int hex_value(char c) {
 
 }  // namespace
 
-admin_routes::admin_routes(router& routes, std::string token)
-    : routes_(routes), token_(std::make_shared<const std::string>(std::move(token))) {}
+api_access::api_access(std::string static_token)
+    : state_(std::make_shared<const state>(state{std::move(static_token), nullptr})) {}
 
-void admin_routes::add(verb method, std::string path, handler fn) {
+api_access::api_access(const char* static_token) : api_access(std::string(static_token)) {}
+
+api_access::api_access(std::string static_token, token_verifier verify_jwt)
+    : state_(std::make_shared<const state>(state{std::move(static_token), std::move(verify_jwt)})) {
+}
+
+bool api_access::enabled() const {
+    return state_ != nullptr && (!state_->static_token.empty() || state_->verify_jwt != nullptr);
+}
+
+std::optional<std::string_view> api_access::refusal(const request& req) const {
     if (!enabled()) {
-        return;
+        return "the API is disabled";
     }
-    routes_.add(method, std::move(path), [token = token_, fn = std::move(fn)](const request& req) {
-        return bearer_authorized(req, *token) ? fn(req) : unauthorized_response();
-    });
-}
-
-void admin_routes::add_async(verb method, std::string path, async_handler fn) {
-    if (!enabled()) {
-        return;
-    }
-    routes_.add_async(method, std::move(path),
-                      [token = token_, fn = std::move(fn)](const request& req, responder done) {
-                          if (!bearer_authorized(req, *token)) {
-                              done(unauthorized_response());
-                              return;
-                          }
-                          fn(req, std::move(done));
-                      });
-}
-
-response unauthorized_response() {
-    return error_response(status_code::unauthorized, "missing or wrong bearer token");
-}
-
-bool bearer_authorized(const request& req, std::string_view token) {
+    bool offered = false;
     for (const auto* header : {"Authorization", "X-Authorization"}) {
         auto it = req.find(header);
         if (it == req.end()) {
@@ -68,12 +58,82 @@ bool bearer_authorized(const request& req, std::string_view token) {
             continue;
         }
         value.remove_prefix(7);
-        if (value.size() == token.size() &&
+        offered = true;
+        const auto& token = state_->static_token;
+        if (!token.empty() && value.size() == token.size() &&
             CRYPTO_memcmp(value.data(), token.data(), token.size()) == 0) {
-            return true;
+            return std::nullopt;
+        }
+        if (state_->verify_jwt != nullptr && state_->verify_jwt(value)) {
+            return std::nullopt;
         }
     }
-    return false;
+    return offered ? "wrong, expired or revoked bearer token" : "no bearer token";
+}
+
+std::string peer_address(const request& req) {
+    auto it = req.find(peer_address_header);
+    return it == req.end() ? std::string() : std::string(it->value());
+}
+
+void log_refusal(const request& req, std::string_view why) {
+    // At most `per_second` lines in any second; what is held back is counted.
+    constexpr std::int64_t per_second = 5;
+    static std::atomic<std::int64_t> window{0};
+    static std::atomic<std::int64_t> in_window{0};
+    static std::atomic<std::int64_t> suppressed{0};
+    const auto now_s = std::chrono::duration_cast<std::chrono::seconds>(
+                           std::chrono::steady_clock::now().time_since_epoch())
+                           .count();
+    auto seen = window.load(std::memory_order_relaxed);
+    if (seen != now_s && window.compare_exchange_strong(seen, now_s)) {
+        in_window.store(0, std::memory_order_relaxed);
+    }
+    if (in_window.fetch_add(1, std::memory_order_relaxed) >= per_second) {
+        suppressed.fetch_add(1, std::memory_order_relaxed);
+        return;
+    }
+    const auto held_back = suppressed.exchange(0, std::memory_order_relaxed);
+    const std::string_view target(req.target().data(), req.target().size());
+    spdlog::warn("api: refused {} {} from {}: {}{}", std::string_view(req.method_string()),
+                 target.substr(0, target.find('?')), peer_address(req), why,
+                 held_back > 0 ? fmt::format(" [{} more refusals not logged]", held_back) : "");
+}
+
+admin_routes::admin_routes(router& routes, api_access access)
+    : routes_(routes), access_(std::move(access)) {}
+
+void admin_routes::add(verb method, std::string path, handler fn) {
+    if (!enabled()) {
+        return;
+    }
+    routes_.add(method, std::move(path),
+                [access = access_, fn = std::move(fn)](const request& req) {
+                    if (auto why = access.refusal(req)) {
+                        log_refusal(req, *why);
+                        return unauthorized_response();
+                    }
+                    return fn(req);
+                });
+}
+
+void admin_routes::add_async(verb method, std::string path, async_handler fn) {
+    if (!enabled()) {
+        return;
+    }
+    routes_.add_async(method, std::move(path),
+                      [access = access_, fn = std::move(fn)](const request& req, responder done) {
+                          if (auto why = access.refusal(req)) {
+                              log_refusal(req, *why);
+                              done(unauthorized_response());
+                              return;
+                          }
+                          fn(req, std::move(done));
+                      });
+}
+
+response unauthorized_response() {
+    return error_response(status_code::unauthorized, "missing or wrong bearer token");
 }
 
 std::optional<std::string> url_decode(std::string_view in, bool plus_is_space) {

@@ -8,6 +8,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,27 +19,61 @@
 
 namespace starling::http {
 
-// True when an `Authorization` or `X-Authorization` header carries `Bearer <token>`. The
-// comparison takes the same time wherever the first difference is, so the token cannot be
-// guessed byte by byte from response times.
-bool bearer_authorized(const request& req, std::string_view token);
+// Who may call /api. Two kinds of bearer token, each optional:
+//   - the static service-account token (security.admin-token), compared in constant time, so
+//     it cannot be guessed byte by byte from response times;
+//   - an admin user's access token (POST /api/auth/login), checked by `verify_jwt`.
+// Either is read from `Authorization: Bearer …` or TBMQ's `X-Authorization: Bearer …`.
+// Copyable; the copies share one immutable state, so every route of a node agrees.
+class api_access {
+  public:
+    using token_verifier = std::function<bool(std::string_view bearer)>;
 
-// Registers /api routes behind the admin bearer token: each handler runs only for a request that
-// carries `Bearer <token>` (bearer_authorized); any other gets 401 first. With an empty token
-// nothing is registered, so a node without security.admin-token has no such routes (404)
-// rather than unprotected ones.
+    api_access() = default;
+    // Static token only (implicit: a plain token string is an access policy of its own).
+    api_access(std::string static_token);  // NOLINT(google-explicit-constructor)
+    api_access(const char* static_token);  // NOLINT(google-explicit-constructor)
+    api_access(std::string static_token, token_verifier verify_jwt);
+
+    // Whether /api is served at all: with neither kind of token nobody could call it, so the
+    // routes are not registered (404) rather than refusing everyone.
+    bool enabled() const;
+    // nullopt when `req` may call /api; else why not (for the log, never for the caller).
+    std::optional<std::string_view> refusal(const request& req) const;
+
+  private:
+    struct state {
+        std::string static_token;
+        token_verifier verify_jwt;
+    };
+    std::shared_ptr<const state> state_;
+};
+
+// The header the HTTP server sets to the caller's IP address (any such header a client sent is
+// replaced), for per-address limits and the refusal log.
+inline constexpr std::string_view peer_address_header = "X-Starling-Peer-Address";
+std::string peer_address(const request& req);
+
+// Registers /api routes behind api_access: each handler runs only for an authorized request;
+// any other gets 401 first, and the refusal is logged (rate-limited: a scanner cannot flood the
+// log). When access is not enabled nothing is registered, so a node without any admin
+// credentials has no such routes (404) rather than unprotected ones.
 class admin_routes {
   public:
-    admin_routes(router& routes, std::string token);
+    admin_routes(router& routes, api_access access);
 
-    bool enabled() const { return !token_->empty(); }
+    bool enabled() const { return access_.enabled(); }
     void add(verb method, std::string path, handler fn);
     void add_async(verb method, std::string path, async_handler fn);
 
   private:
     router& routes_;
-    std::shared_ptr<const std::string> token_;
+    api_access access_;
 };
+
+// Logs that `req` was refused for `why` (at most a few lines a second; the rest are counted
+// and the count is logged with the next line that gets through).
+void log_refusal(const request& req, std::string_view why);
 
 // The 401 every /api route answers without the right token.
 response unauthorized_response();

@@ -93,8 +93,8 @@ std::variant<application_shared_subscription, response> entity_of(std::string_vi
 
 }  // namespace
 
-void add_app_shared_subs_routes(router& routes, metadata_store& store, std::string admin_token) {
-    admin_routes admin(routes, std::move(admin_token));
+void add_app_shared_subs_routes(router& routes, metadata_store& store, api_access access) {
+    admin_routes admin(routes, std::move(access));
     if (!admin.enabled()) {
         spdlog::info("APPLICATION shared-subscription REST API disabled (no admin token)");
         return;

@@ -21,6 +21,7 @@
 // Needs the admin bearer token (401 otherwise); not registered without one. The store answers
 // on its own threads.
 
+#include "http/api_support.h"
 #include "http/router.h"
 #include "starling/metadata_store.h"
 
@@ -28,6 +29,6 @@
 
 namespace starling::http {
 
-void add_app_shared_subs_routes(router& routes, metadata_store& store, std::string admin_token);
+void add_app_shared_subs_routes(router& routes, metadata_store& store, api_access access);
 
 }  // namespace starling::http

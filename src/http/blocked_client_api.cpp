@@ -85,7 +85,7 @@ std::variant<auth::blocked_entry, response> entry_from_body(const std::string& b
 }  // namespace
 
 void add_blocked_client_routes(router& routes, blocked_client_api api) {
-    admin_routes admin(routes, api.admin_token);
+    admin_routes admin(routes, api.access);
     if (!admin.enabled()) {
         spdlog::info("blocked-client REST API disabled (security.admin-token is empty)");
         return;

@@ -14,11 +14,12 @@
 // answer once the log acknowledged them; reads come from the in-memory list. In a cluster the
 // other nodes apply the record from client.blocked as their state follower reads it.
 //
-// Every route needs `Authorization: Bearer <admin_token>` (401 otherwise); with an empty
+// Every route needs an admin bearer token (api_access) (401 otherwise); with the API disabled
 // token the routes are not registered at all (as the other /api routes).
 
 #include "auth/blocked_clients.h"
 #include "base/result.h"
+#include "http/api_support.h"
 #include "http/router.h"
 
 #include <cstdint>
@@ -32,7 +33,7 @@ struct blocked_client_api {
     std::function<void(auth::blocked_entry, std::function<void(status)>)> put;
     std::function<void(auth::block_type, std::string, std::function<void(result<bool>)>)> erase;
     std::function<std::int64_t()> now_ms;  // wall clock, ms since the epoch
-    std::string admin_token;               // security.admin-token
+    api_access access;                     // who may call these routes
 };
 
 // `api.list` and whatever put/erase reference must outlive the server the router goes into.

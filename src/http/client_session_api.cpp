@@ -249,7 +249,7 @@ void add_action(admin_routes& admin, std::string route, client_session_api::acti
 }  // namespace
 
 void add_client_session_routes(router& routes, client_session_api api) {
-    admin_routes admin(routes, api.admin_token);
+    admin_routes admin(routes, api.access);
     if (!admin.enabled()) {
         spdlog::info("client-session REST API disabled (security.admin-token is empty)");
         return;

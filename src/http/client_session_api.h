@@ -29,6 +29,7 @@
 // Lifecycle: whatever the functions reference must outlive the server. Concurrency: `list` and
 // `find` run on the I/O thread and must not block; the others answer from any thread.
 
+#include "http/api_support.h"
 #include "http/router.h"
 
 #include <nlohmann/json_fwd.hpp>
@@ -84,7 +85,7 @@ struct client_session_api {
                                       std::function<void(session_action_outcome)>)>;
     action disconnect;
     action remove;
-    std::string admin_token;  // security.admin-token
+    api_access access;  // who may call these routes
 };
 
 void add_client_session_routes(router& routes, client_session_api api);

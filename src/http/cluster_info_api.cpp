@@ -12,7 +12,7 @@
 namespace starling::http {
 
 void add_cluster_info_routes(router& routes, cluster_info_api api) {
-    admin_routes admin(routes, api.admin_token);
+    admin_routes admin(routes, api.access);
     if (!admin.enabled()) {
         spdlog::info("cluster-info REST API disabled (security.admin-token is empty)");
         return;

@@ -13,6 +13,7 @@
 // its other fields are from its last heartbeat. Needs the admin bearer token (401 otherwise);
 // not registered without one. Concurrency: `nodes` runs on the I/O thread and must not block.
 
+#include "http/api_support.h"
 #include "http/router.h"
 
 #include <cstdint>
@@ -36,7 +37,7 @@ struct cluster_node_view {
 struct cluster_info_api {
     std::function<std::vector<cluster_node_view>()> nodes;  // the node asked first
     std::function<std::int64_t()> now_ms;
-    std::string admin_token;
+    api_access access;
 };
 
 void add_cluster_info_routes(router& routes, cluster_info_api api);

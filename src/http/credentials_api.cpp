@@ -155,19 +155,11 @@ std::optional<auth::credentials_spec> parse_spec(const std::string& body, std::s
 }  // namespace
 
 void add_credentials_routes(router& routes, metadata_store& store, auth::worker_pool& pool,
-                            auth::authenticator* authenticator, std::string admin_token) {
-    if (admin_token.empty()) {
-        spdlog::info("credentials REST API disabled (security.admin-token is empty)");
-        return;
-    }
-    auto token = std::make_shared<const std::string>(std::move(admin_token));
+                            auth::authenticator* authenticator, api_access access) {
+    admin_routes admin(routes, std::move(access));
     const std::string path(base_path);
 
-    routes.add_async(verb::get, path, [&store, token](const request& req, responder respond) {
-        if (!bearer_authorized(req, *token)) {
-            respond(error_response(status_code::unauthorized, "missing or wrong bearer token"));
-            return;
-        }
+    admin.add_async(verb::get, path, [&store](const request& req, responder respond) {
         const auto size =
             std::clamp<std::size_t>(query_number(req.target(), "pageSize", 100), 1, max_page_size);
         const auto page = query_number(req.target(), "page", 0);
@@ -188,13 +180,8 @@ void add_credentials_routes(router& routes, metadata_store& store, auth::worker_
             });
     });
 
-    routes.add_async(
-        verb::post, path,
-        [&store, &pool, authenticator, token](const request& req, responder respond) {
-            if (!bearer_authorized(req, *token)) {
-                respond(error_response(status_code::unauthorized, "missing or wrong bearer token"));
-                return;
-            }
+    admin.add_async(
+        verb::post, path, [&store, &pool, authenticator](const request& req, responder respond) {
             std::string why;
             auto spec = parse_spec(req.body(), why);
             if (!spec) {
@@ -232,13 +219,8 @@ void add_credentials_routes(router& routes, metadata_store& store, auth::worker_
             }
         });
 
-    routes.add_async(
-        verb::delete_, path + "/*",
-        [&store, authenticator, token](const request& req, responder respond) {
-            if (!bearer_authorized(req, *token)) {
-                respond(error_response(status_code::unauthorized, "missing or wrong bearer token"));
-                return;
-            }
+    admin.add_async(
+        verb::delete_, path + "/*", [&store, authenticator](const request& req, responder respond) {
             std::string_view target = req.target();
             target = target.substr(0, target.find('?'));
             auto decoded = url_decode(target.substr(base_path.size() + 1));

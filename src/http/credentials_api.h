@@ -15,6 +15,7 @@
 
 #include "auth/authenticator.h"
 #include "auth/worker_pool.h"
+#include "http/api_support.h"
 #include "http/router.h"
 #include "starling/metadata_store.h"
 
@@ -23,6 +24,6 @@
 namespace starling::http {
 
 void add_credentials_routes(router& routes, metadata_store& store, auth::worker_pool& pool,
-                            auth::authenticator* authenticator, std::string admin_token);
+                            auth::authenticator* authenticator, api_access access);
 
 }  // namespace starling::http

@@ -122,17 +122,10 @@ response answer(const request& req, const metrics::drop_log& drops) {
 
 }  // namespace
 
-void add_drops_routes(router& routes, const metrics::drop_log& drops, std::string admin_token) {
-    if (admin_token.empty()) {
-        return;
-    }
-    auto token = std::make_shared<const std::string>(std::move(admin_token));
-    routes.add(verb::get, std::string(path), [&drops, token](const request& req) -> response {
-        if (!bearer_authorized(req, *token)) {
-            return error_response(status_code::unauthorized, "missing or wrong bearer token");
-        }
-        return answer(req, drops);
-    });
+void add_drops_routes(router& routes, const metrics::drop_log& drops, api_access access) {
+    admin_routes admin(routes, std::move(access));
+    admin.add(verb::get, std::string(path),
+              [&drops](const request& req) -> response { return answer(req, drops); });
 }
 
 }  // namespace starling::http

@@ -17,6 +17,7 @@
 // Lifecycle: added by the composition root; the drop log must outlive the HTTP server.
 // Concurrency: the handler runs on an I/O thread; a query locks each drop-log shard briefly.
 
+#include "http/api_support.h"
 #include "http/router.h"
 #include "metrics/drop_log.h"
 
@@ -24,6 +25,6 @@
 
 namespace starling::http {
 
-void add_drops_routes(router& routes, const metrics::drop_log& drops, std::string admin_token);
+void add_drops_routes(router& routes, const metrics::drop_log& drops, api_access access);
 
 }  // namespace starling::http

@@ -23,10 +23,10 @@ json level_names() {
 
 }  // namespace
 
-void add_log_level_routes(router& routes, std::string admin_token) {
-    admin_routes admin(routes, std::move(admin_token));
+void add_log_level_routes(router& routes, api_access access) {
+    admin_routes admin(routes, std::move(access));
     if (!admin.enabled()) {
-        spdlog::info("log-level REST API disabled (security.admin-token is empty)");
+        spdlog::info("log-level REST API disabled (no admin token and admin login off)");
         return;
     }
     admin.add(verb::get, std::string(path), [](const request&) {

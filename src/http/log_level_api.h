@@ -12,12 +12,13 @@
 // routes are not registered when the token is empty. Concurrency: handlers run on I/O threads;
 // spdlog's level is atomic per logger.
 
+#include "http/api_support.h"
 #include "http/router.h"
 
 #include <string>
 
 namespace starling::http {
 
-void add_log_level_routes(router& routes, std::string admin_token);
+void add_log_level_routes(router& routes, api_access access);
 
 }  // namespace starling::http

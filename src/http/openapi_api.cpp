@@ -6,8 +6,8 @@
 
 namespace starling::http {
 
-void add_openapi_routes(router& routes, const std::string& admin_token) {
-    admin_routes admin(routes, admin_token);
+void add_openapi_routes(router& routes, const api_access& access) {
+    admin_routes admin(routes, access);
     if (!admin.enabled()) {
         return;
     }

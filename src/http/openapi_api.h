@@ -4,6 +4,7 @@
 // compiled into the binary at build time so the document always matches the handlers it was
 // built with). Behind the admin bearer token like every /api route; absent without one.
 
+#include "http/api_support.h"
 #include "http/router.h"
 
 #include <string>
@@ -14,6 +15,6 @@ namespace starling::http {
 // The document's text as built in.
 std::string_view openapi_document();
 
-void add_openapi_routes(router& routes, const std::string& admin_token);
+void add_openapi_routes(router& routes, const api_access& access);
 
 }  // namespace starling::http

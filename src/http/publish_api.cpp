@@ -139,7 +139,7 @@ std::variant<publish_request, response> parse_publish_request(std::string_view t
 }
 
 void add_publish_routes(router& routes, publish_api api) {
-    admin_routes admin(routes, api.admin_token);
+    admin_routes admin(routes, api.access);
     if (!admin.enabled()) {
         spdlog::info("publish REST API disabled (security.admin-token is empty)");
         return;

@@ -16,6 +16,7 @@
 // Lifecycle: `publish` must outlive the server. Concurrency: `publish` is called on the I/O
 // thread and must not block; its completion may run on any thread.
 
+#include "http/api_support.h"
 #include "http/router.h"
 
 #include <cstdint>
@@ -51,7 +52,7 @@ enum class publish_outcome {
 struct publish_api {
     std::function<void(publish_request, std::function<void(publish_outcome, std::string message)>)>
         publish;
-    std::string admin_token;  // security.admin-token
+    api_access access;  // who may call these routes
 };
 
 void add_publish_routes(router& routes, publish_api api);

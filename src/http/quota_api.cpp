@@ -33,22 +33,12 @@ json describe(ratelimit::quota_lease* quota) {
 }  // namespace
 
 void add_quota_routes(router& routes, std::shared_ptr<ratelimit::quota_lease> quota,
-                      std::string admin_token) {
-    if (admin_token.empty()) {
-        spdlog::info("quota REST API disabled (security.admin-token is empty)");
-        return;
-    }
-    auto token = std::make_shared<const std::string>(std::move(admin_token));
-    routes.add(verb::get, "/api/quota", [quota, token](const request& req) {
-        if (!bearer_authorized(req, *token)) {
-            return error_response(status_code::unauthorized, "missing or wrong bearer token");
-        }
+                      api_access access) {
+    admin_routes admin(routes, std::move(access));
+    admin.add(verb::get, "/api/quota", [quota](const request&) {
         return make_response(status_code::ok, "application/json", describe(quota.get()).dump());
     });
-    routes.add(verb::post, "/api/quota/acknowledge", [quota, token](const request& req) {
-        if (!bearer_authorized(req, *token)) {
-            return error_response(status_code::unauthorized, "missing or wrong bearer token");
-        }
+    admin.add(verb::post, "/api/quota/acknowledge", [quota](const request&) {
         if (quota == nullptr) {
             return error_response(status_code::conflict,
                                   "the throughput quota is disabled (mqtt.rate-limits.total)");

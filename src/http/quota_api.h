@@ -14,6 +14,7 @@
 // when the quota is disabled). Concurrency: handlers run on I/O threads; the lease's state()
 // and acknowledge() take its short internal lock and never block on the store.
 
+#include "http/api_support.h"
 #include "http/router.h"
 #include "ratelimit/quota_lease.h"
 
@@ -23,6 +24,6 @@
 namespace starling::http {
 
 void add_quota_routes(router& routes, std::shared_ptr<ratelimit::quota_lease> quota,
-                      std::string admin_token);
+                      api_access access);
 
 }  // namespace starling::http

@@ -79,7 +79,7 @@ std::variant<list_request, response> list_request_of(const query_params& params)
 }  // namespace
 
 void add_retained_msg_routes(router& routes, retained_msg_api api) {
-    admin_routes admin(routes, api.admin_token);
+    admin_routes admin(routes, api.access);
     if (!admin.enabled()) {
         spdlog::info("retained-message REST API disabled (security.admin-token is empty)");
         return;

@@ -22,14 +22,15 @@
 // write on another node. A DELETE writes a tombstone to msg.retained — every node drops the
 // message as it reads it — and, unlike an empty retained PUBLISH, sends nothing to subscribers.
 //
-// Every route needs `Authorization: Bearer <admin_token>` (or `X-Authorization`), 401
-// otherwise; with an empty token the routes are not registered (as the other /api routes).
+// Every route needs an admin bearer token (api_access), 401 otherwise; when
+// the API is disabled the routes are not registered (as the other /api routes).
 //
 // Lifecycle: whatever the functions reference must outlive the server the router goes into.
 // Concurrency: `list`/`find` run on the I/O thread and must not block (the retained store is an
 // in-memory trie); `erase` answers from any thread.
 
 #include "base/result.h"
+#include "http/api_support.h"
 #include "http/router.h"
 
 #include <cstdint>
@@ -57,7 +58,7 @@ struct retained_msg_api {
     std::function<std::optional<retained_view>(const std::string& topic)> find;
     // Deletes it cluster-wide; done(false) when nothing was retained under `topic`.
     std::function<void(std::string topic, std::function<void(result<bool>)> done)> erase;
-    std::string admin_token;  // security.admin-token
+    api_access access;  // who may call these routes
 };
 
 void add_retained_msg_routes(router& routes, retained_msg_api api);

@@ -1,6 +1,7 @@
 #include "http/server.h"
 
 #include "base/assert.h"
+#include "http/api_support.h"
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -136,7 +137,10 @@ class session : public std::enable_shared_from_this<session> {
             send(error_response(code, ec.message()));
             return;
         }
-        const request req = parser_->release();
+        request req = parser_->release();
+        // Who is asking, for per-address limits and logs; a client cannot claim an address.
+        req.erase(peer_address_header);
+        req.set(peer_address_header, host_);
         keep_alive_ = req.keep_alive() && !reserved_;  // a reserved slot serves one request
         version_ = req.version();
         if (reserved_ && !is_health(req.target())) {

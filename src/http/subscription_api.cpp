@@ -116,7 +116,7 @@ parse_subscription_update(std::string_view text) {
 }
 
 void add_subscription_routes(router& routes, subscription_api api) {
-    admin_routes admin(routes, api.admin_token);
+    admin_routes admin(routes, api.access);
     if (!admin.enabled()) {
         spdlog::info("subscription REST API disabled (security.admin-token is empty)");
         return;

@@ -16,6 +16,7 @@
 // Lifecycle: the functions must outlive the server. Concurrency: they are called on the I/O
 // thread and must not block; completions may run on any thread.
 
+#include "http/api_support.h"
 #include "http/client_session_api.h"
 #include "http/router.h"
 
@@ -38,7 +39,7 @@ struct subscription_api {
     std::function<void(const std::string& client_id, std::vector<subscription_view>,
                        std::function<void(session_action_outcome, std::string problem)>)>
         replace;
-    std::string admin_token;
+    api_access access;
 };
 
 void add_subscription_routes(router& routes, subscription_api api);

@@ -60,9 +60,8 @@ void with_client_id(const request& req, responder done, Then then) {
 
 }  // namespace
 
-void add_unauthorized_client_routes(router& routes, metadata_store& store,
-                                    std::string admin_token) {
-    admin_routes api(routes, std::move(admin_token));
+void add_unauthorized_client_routes(router& routes, metadata_store& store, api_access access) {
+    admin_routes api(routes, std::move(access));
     if (!api.enabled()) {
         spdlog::info("unauthorized-client REST API disabled (security.admin-token is empty)");
         return;

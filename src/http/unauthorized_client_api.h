@@ -19,9 +19,10 @@
 // The rows live in the metadata store (embedded: SQLite; cluster: PostgreSQL, shared by every
 // node), so any node answers for the whole cluster. A store that fails answers 503.
 //
-// Every route needs `Authorization: Bearer <admin_token>` (or `X-Authorization`), 401
-// otherwise; with an empty token the routes are not registered (as the other /api routes).
+// Every route needs an admin bearer token (api_access), 401 otherwise; when
+// the API is disabled the routes are not registered (as the other /api routes).
 
+#include "http/api_support.h"
 #include "http/router.h"
 #include "starling/metadata_store.h"
 
@@ -30,6 +31,6 @@
 namespace starling::http {
 
 // `store` must outlive the server the router goes into.
-void add_unauthorized_client_routes(router& routes, metadata_store& store, std::string admin_token);
+void add_unauthorized_client_routes(router& routes, metadata_store& store, api_access access);
 
 }  // namespace starling::http

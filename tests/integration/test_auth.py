@@ -345,8 +345,16 @@ def test_credentials_rest_api(broker_factory, raw_client, uid):
     assert conn.connect(uid, username="rest-user", password="rest-pw").reason_code == 0x86
 
 
-def test_rest_api_is_off_without_a_token(broker, raw_client):
+def test_rest_api_is_off_without_any_admin_credentials(broker_factory):
+    """No static token and admin login turned off: nobody could call /api, so no route exists
+    (404), rather than routes that refuse everyone."""
+    broker = broker_factory(env={"SECURITY_ADMIN_LOGIN_ENABLED": "false"})
     assert api(broker, "GET", "/api/mqtt/client/credentials")[0] == 404
+
+
+def test_rest_api_needs_a_token_by_default(broker):
+    """Admin login is on by default, so /api exists, and refuses a call without a token."""
+    assert api(broker, "GET", "/api/mqtt/client/credentials", token=None)[0] == 401
 
 
 def test_blocked_client_rest_api_blocks_unblocks_and_keeps_rules(broker_factory, paho_client, uid):

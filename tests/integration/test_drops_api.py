@@ -83,7 +83,8 @@ def test_bad_requests_name_the_parameter_and_the_token_is_required(broker_factor
         assert body["message"].startswith(name + ":"), body
 
 
-def test_drops_api_is_off_without_a_token(broker):
+def test_drops_api_is_off_without_any_admin_credentials(broker_factory):
+    broker = broker_factory(env={"SECURITY_ADMIN_LOGIN_ENABLED": "false"})
     assert drops(broker, token=None)[0] == 404
 
 

@@ -61,6 +61,6 @@ def test_refusals_change_nothing(broker_factory):
     assert rest.call(broker, "GET", PATH, TOKEN)[1]["level"] == "info"
 
 
-def test_not_served_without_an_admin_token(broker_factory):
-    broker = broker_factory()
+def test_not_served_without_any_admin_credentials(broker_factory):
+    broker = broker_factory(env={"SECURITY_ADMIN_LOGIN_ENABLED": "false"})
     assert rest.call(broker, "GET", PATH, None)[0] == 404

@@ -108,8 +108,43 @@ def test_login_saves_a_private_config_and_logout_deletes_it(broker_factory, ctl)
     assert "starlingctl login" in ctl.fails("sessions", "ls", rc=2)
 
 
+def test_login_with_a_password_saves_tokens_and_refreshes_them(broker_factory, ctl):
+    """`login --username`: the password from STARLING_PASSWORD or --password-stdin, the pair
+    saved; an access token the node refuses (here: replaced by junk, as an expired one) is
+    renewed with the refresh token, and the new pair saved."""
+    broker = broker_factory(env={"SECURITY_ADMIN_USERNAME": "ops",
+                                 "SECURITY_ADMIN_PASSWORD": "s3cret-pw"})
+    ctl.env["STARLING_PASSWORD"] = "wrong"
+    assert "wrong user name or password" in ctl.fails("login", "--url", url(broker),
+                                                      "--username", "ops")
+    assert not ctl.config.exists()
+    ctl.env["STARLING_PASSWORD"] = "s3cret-pw"
+    ctl.run("login", "--url", url(broker), "--username", "ops")
+    saved = json.loads(ctl.config.read_text())
+    assert saved["url"] == url(broker) and saved["token"] and saved["refreshToken"]
+    assert stat.S_IMODE(ctl.config.stat().st_mode) == 0o600
+    assert "data" in ctl.json("sessions", "ls")
+
+    del ctl.env["STARLING_PASSWORD"]
+    done = subprocess.run([sys.executable, str(SCRIPT), "login", "--url", url(broker),
+                           "--username", "ops", "--password-stdin"], env=ctl.env, check=False,
+                          input="s3cret-pw\n", capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+
+    stale = json.loads(ctl.config.read_text())
+    ctl.config.write_text(json.dumps({**stale, "token": "expired.junk.token"}))
+    assert "data" in ctl.json("sessions", "ls")
+    renewed = json.loads(ctl.config.read_text())
+    assert renewed["token"] not in ("expired.junk.token", stale["token"])
+    assert renewed["refreshToken"] != stale["refreshToken"]
+
+    # A refresh token the node refuses too: told to log in again.
+    ctl.config.write_text(json.dumps({**renewed, "token": "x.y.z", "refreshToken": "x.y.z"}))
+    assert "the saved login expired" in ctl.fails("sessions", "ls")
+
+
 def test_login_to_a_node_without_an_admin_token(broker_factory, ctl):
-    broker = broker_factory()
+    broker = broker_factory(env={"SECURITY_ADMIN_LOGIN_ENABLED": "false"})
     err = ctl.fails("login", "--url", url(broker), "--token", TOKEN)
     assert "no admin token" in err and "security.admin-token" in err
     assert not ctl.config.exists()

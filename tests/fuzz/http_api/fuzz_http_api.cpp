@@ -210,7 +210,7 @@ struct fixture {
                     [this](std::string topic, std::function<void(result<bool>)> done) {
                         done(result<bool>(retained.erase(topic) > 0));
                     },
-                .admin_token = std::string(token)});
+                .access = std::string(token)});
         auto session_action = [this](const std::string& client_id, const std::string& session_id,
                                      std::function<void(http::session_action_outcome)> done) {
             auto it = sessions.find(client_id);
@@ -252,7 +252,7 @@ struct fixture {
                     },
                 .disconnect = session_action,
                 .remove = session_action,
-                .admin_token = std::string(token)});
+                .access = std::string(token)});
         http::add_subscription_routes(
             routes,
             http::subscription_api{
@@ -278,7 +278,7 @@ struct fixture {
                                                      : http::session_action_outcome::not_found,
                              subs.size() > 3 ? "subscriptions: too many" : "");
                     },
-                .admin_token = std::string(token)});
+                .access = std::string(token)});
         http::add_publish_routes(
             routes, http::publish_api{
                         .publish =
@@ -290,7 +290,7 @@ struct fixture {
                                               : http::publish_outcome::published,
                                      "m");
                             },
-                        .admin_token = std::string(token)});
+                        .access = std::string(token)});
         http::add_blocked_client_routes(
             routes, http::blocked_client_api{
                         .list = *blocked,

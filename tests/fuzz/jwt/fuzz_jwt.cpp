@@ -15,6 +15,7 @@
 // token (modes 0 and 2) is never allowed by any of the three providers (HMAC secret, RSA and EC
 // public keys); an allow carries a non-negative valid_for.
 
+#include "auth/base64url.h"
 #include "auth/jwt_provider.h"
 
 #include <boost/asio/io_context.hpp>
@@ -43,25 +44,7 @@ void check(bool condition, const char* what) {
     }
 }
 
-std::string base64url(std::string_view in) {
-    static constexpr char alphabet[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    std::string out;
-    std::uint32_t buffer = 0;
-    int bits = 0;
-    for (const char ch : in) {
-        buffer = (buffer << 8) | static_cast<unsigned char>(ch);
-        bits += 8;
-        while (bits >= 6) {
-            bits -= 6;
-            out += alphabet[(buffer >> bits) & 0x3F];
-        }
-    }
-    if (bits > 0) {
-        out += alphabet[(buffer << (6 - bits)) & 0x3F];
-    }
-    return out;
-}
+std::string base64url(std::string_view in) { return starling::auth::base64url_encode(in); }
 
 std::string public_pem(EVP_PKEY* key) {
     BIO* bio = BIO_new(BIO_s_mem());

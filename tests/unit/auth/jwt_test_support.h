@@ -3,6 +3,7 @@
 // Test helpers for the JWT provider tests: a manual clock, key pairs generated with OpenSSL 3,
 // their JWK form, and tokens signed with libjwt.
 
+#include "auth/base64url.h"
 #include "starling/clock.h"
 
 #include <jwt.h>
@@ -42,25 +43,7 @@ class manual_clock final : public starling::clock {
     std::atomic<std::int64_t> offset_ns_{0};
 };
 
-inline std::string base64url(const std::string& in) {
-    static constexpr char alphabet[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    std::string out;
-    std::uint32_t buffer = 0;
-    int bits = 0;
-    for (const unsigned char c : in) {
-        buffer = (buffer << 8) | c;
-        bits += 8;
-        while (bits >= 6) {
-            bits -= 6;
-            out += alphabet[(buffer >> bits) & 0x3F];
-        }
-    }
-    if (bits > 0) {
-        out += alphabet[(buffer << (6 - bits)) & 0x3F];
-    }
-    return out;
-}
+inline std::string base64url(std::string_view in) { return auth::base64url_encode(in); }
 
 // A generated key pair: private PEM for signing, public PEM and JWK for the provider.
 class key_pair {

@@ -36,7 +36,7 @@ class blocked_client_api_test : public ::testing::Test {
                                        done(list_.remove(t, v));
                                    },
                                .now_ms = [] { return now; },
-                               .admin_token = "t0ken"});
+                               .access = "t0ken"});
     }
 
     response call(verb method, std::string target, std::string body = {},
@@ -164,7 +164,7 @@ TEST_F(blocked_client_api_test, every_route_needs_the_admin_token) {
 TEST(blocked_client_api, without_an_admin_token_no_route_exists) {
     router routes;
     auth::blocked_clients list;
-    add_blocked_client_routes(routes, blocked_client_api{.list = list, .admin_token = ""});
+    add_blocked_client_routes(routes, blocked_client_api{.list = list, .access = ""});
     request req{verb::get, "/api/blockedClient", 11};
     std::optional<response> out;
     routes.dispatch(req, [&](response res) { out = std::move(res); });

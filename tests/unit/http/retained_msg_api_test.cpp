@@ -49,7 +49,7 @@ struct fake_store {
                     }
                     done(messages.erase(topic) > 0);
                 },
-            .admin_token = std::move(token)};
+            .access = std::move(token)};
     }
 };
 
