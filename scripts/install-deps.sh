@@ -73,13 +73,29 @@ if ! command -v java >/dev/null 2>&1 || ! command -v mvn >/dev/null 2>&1; then
         default-jre-headless maven
 fi
 
-# Python test clients (paho-mqtt, pytest) in a project-local virtual environment.
+# Python test clients (paho-mqtt, pytest, schemathesis) in a project-local virtual environment.
 venv="$root/.venv"
 if [[ ! -x "$venv/bin/python" ]]; then
     python3 -m venv "$venv"
 fi
-if ! "$venv/bin/python" -c "import paho.mqtt, pytest, jsonschema, openapi_spec_validator" 2>/dev/null; then
-    "$venv/bin/pip" install -q --disable-pip-version-check -r "$root/tests/integration/requirements.txt"
+# Installed when a module is missing or a package is not at its pinned version (so that a changed
+# pin reaches an existing .venv too).
+python_requirements="$root/tests/integration/requirements.txt"
+python_requirements_met() {
+    "$venv/bin/python" -c "import paho.mqtt, pytest, jsonschema, openapi_spec_validator" &&
+        "$venv/bin/python" -c "import schemathesis, hypothesis, hypothesis_jsonschema" &&
+        "$venv/bin/python" - "$python_requirements" <<'PY'
+import sys
+from importlib.metadata import version
+
+for line in open(sys.argv[1], encoding="utf-8"):
+    name, sep, pinned = line.split("#", 1)[0].strip().partition("==")
+    if sep and version(name) != pinned:
+        sys.exit(f"{name} {version(name)} is installed, {pinned} is pinned")
+PY
+}
+if ! python_requirements_met 2>/dev/null; then
+    "$venv/bin/pip" install -q --disable-pip-version-check -r "$python_requirements"
 fi
 # MQTT.js for the WebSocket interoperability test (tests/integration/js), pinned by its
 # package-lock.json. Optional: without node the test skips and says why.

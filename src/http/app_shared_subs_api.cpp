@@ -8,6 +8,7 @@
 #include <openssl/rand.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <memory>
@@ -89,6 +90,29 @@ std::variant<application_shared_subscription, response> entity_of(std::string_vi
         e.id = id->get<std::string>();
     }
     return e;
+}
+
+// Saves `e` and answers the row as stored.
+void save(metadata_store& store, application_shared_subscription e, responder done) {
+    const std::string topic = e.topic_filter;
+    store.save_application_shared_subscription(std::move(e), [&store, done = std::move(done),
+                                                              topic](status st) mutable {
+        if (!st) {
+            done(unavailable(st.error()));
+            return;
+        }
+        spdlog::info("APPLICATION shared subscription for '{}' saved", topic);
+        store.find_application_shared_subscription(
+            topic,
+            [done = std::move(done)](result<std::optional<application_shared_subscription>> found) {
+                if (!found || !*found) {
+                    done(error_response(status_code::service_unavailable,
+                                        "saved, but the metadata store did not return it"));
+                    return;
+                }
+                done(json_response(to_json(**found)));
+            });
+    });
 }
 
 }  // namespace
@@ -191,25 +215,32 @@ void add_app_shared_subs_routes(router& routes, metadata_store& store, api_acces
         // answers the stored row (its id and creation time may be the existing ones).
         if (e.id.empty()) {
             e.id = new_id();
+            save(store, std::move(e), std::move(done));
+            return;
         }
-        const std::string topic = e.topic_filter;
-        store.save_application_shared_subscription(
-            std::move(e), [&store, done = std::move(done), topic](status st) mutable {
-                if (!st) {
-                    done(unavailable(st.error()));
+        // An id names an existing definition, whose topic cannot change: its Kafka topic is
+        // named after the filter.
+        store.list_application_shared_subscriptions(
+            [&store, e = std::move(e), done = std::move(done)](
+                result<std::vector<application_shared_subscription>> all) mutable {
+                if (!all) {
+                    done(unavailable(all.error()));
                     return;
                 }
-                spdlog::info("APPLICATION shared subscription for '{}' saved", topic);
-                store.find_application_shared_subscription(
-                    topic, [done = std::move(done)](
-                               result<std::optional<application_shared_subscription>> found) {
-                        if (!found || !*found) {
-                            done(error_response(status_code::service_unavailable,
-                                                "saved, but the metadata store did not return it"));
-                            return;
-                        }
-                        done(json_response(to_json(**found)));
-                    });
+                const auto it = std::find_if(all->begin(), all->end(),
+                                             [&e](const auto& row) { return row.id == e.id; });
+                if (it == all->end()) {
+                    done(error_response(status_code::not_found,
+                                        "id: no shared subscription has this id"));
+                } else if (it->topic_filter != e.topic_filter) {
+                    done(error_response(status_code::conflict,
+                                        "topic: the definition " + e.id + " is for '" +
+                                            it->topic_filter +
+                                            "'; a topic cannot change (its Kafka topic is named "
+                                            "after it): create a new definition instead"));
+                } else {
+                    save(store, std::move(e), std::move(done));
+                }
             });
     });
 }
