@@ -111,6 +111,8 @@ class metadata_store {
                                   callback<std::vector<client_credentials>> done) = 0;
     virtual void list_credentials(std::size_t limit, std::size_t offset,
                                   callback<std::vector<client_credentials>> done) = 0;
+    // How many rows there are (for the API's totalPages / totalElements).
+    virtual void count_credentials(callback<std::size_t> done) = 0;
 
     // Inbound QoS 2 state of persistent clients.
     virtual void save_session_context(session_context ctx, done_callback done) = 0;

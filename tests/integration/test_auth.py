@@ -336,13 +336,83 @@ def test_credentials_rest_api(broker_factory, raw_client, uid):
     status, page = api(broker, "GET", f"{path}?pageSize=10&page=0")
     assert status == 200
     assert [c["credentialsId"] for c in page["data"]] == ["username|rest-user"]
-    assert page["hasNext"] is False
+    assert page["hasNext"] is False and page["totalElements"] == 1 and page["totalPages"] == 1
 
     status, _ = api(broker, "DELETE", f"{path}/username%7Crest-user")
     assert status == 200
     # The change applies at once: the authentication cache was cleared.
     conn = raw_client(broker, codec.MQTT5)
     assert conn.connect(uid, username="rest-user", password="rest-pw").reason_code == 0x86
+
+
+def test_credentials_are_read_paged_updated_and_imported_in_bulk(broker_factory, raw_client, uid):
+    """The rest of /api/mqtt/client/credentials: the stored row in every answer, PageData with
+    totals, one by id (a '+' in it stays a '+'), a password change, 404 for what is absent, and
+    bulk import from CSV and JSON with per-line errors — each change checked by a CONNECT."""
+    broker = broker_factory(
+        env={"SECURITY_MQTT_ALLOW_ANONYMOUS": "false", "SECURITY_ADMIN_TOKEN": "t0ken"}
+    )
+    path = "/api/mqtt/client/credentials"
+    body = {"name": "plus", "credentialsType": "MQTT_BASIC",
+            "credentialsValue": {"userName": "a+b", "password": "pw-1"}}
+    status, made = api(broker, "POST", path, body)
+    assert status == 200 and len(made["id"]) == 36 and made["createdTime"] > 0, made
+    status, again = api(broker, "POST", path, {**body, "name": "plus, renamed"})
+    assert status == 200 and again["id"] == made["id"], "an update keeps the row's id"
+    assert again["createdTime"] == made["createdTime"] and again["name"] == "plus, renamed"
+
+    one = f"{path}/username%7Ca+b"
+    status, got = api(broker, "GET", one)
+    assert status == 200 and got["credentialsId"] == "username|a+b", got
+    assert api(broker, "GET", f"{path}/username%7Cnobody")[0] == 404
+    assert api(broker, "POST", f"{path}/username%7Cnobody", {"newPassword": "x"})[0] == 404
+    assert api(broker, "POST", one, {"password": "x"})[0] == 400
+
+    status, changed = api(broker, "POST", one, {"newPassword": "pw-2"})
+    assert status == 200 and changed["credentialsValue"]["password"] == "***", changed
+    conn = raw_client(broker, codec.MQTT5)
+    assert conn.connect(f"{uid}-1", username="a+b", password="pw-1").reason_code == 0x86
+    conn = raw_client(broker, codec.MQTT5)
+    assert conn.connect(f"{uid}-2", username="a+b", password="pw-2").reason_code == 0
+    conn.disconnect()
+
+    csv = (
+        "name,credentialsType,userName,password,pubAuthRulePatterns\r\n"
+        'bulk-1,MQTT_BASIC,bulk-1,pw,"bulk/1/.*;alarms/.*"\r\n'
+        "bulk-2,MQTT_BASIC,bulk-2,pw,\r\n"
+        "broken,NOPE,x,pw,\r\n"
+    )
+    status, report = import_csv(broker, f"{path}/bulk_import", csv)
+    assert status == 200, report
+    assert (report["total"], report["saved"], report["failed"]) == (3, 2, 1), report
+    assert [e["line"] for e in report["errors"]] == [4], report
+    conn = raw_client(broker, codec.MQTT5)
+    assert conn.connect(f"{uid}-3", username="bulk-1", password="pw").reason_code == 0
+    assert conn.publish("alarms/x", b"x", qos=1).reason_code == 0
+    assert conn.publish("bulk/2/x", b"x", qos=1).reason_code == 0x87
+    conn.disconnect()
+    status, report = api(broker, "POST", f"{path}/bulk_import",
+                         [{"name": "json-1", "credentialsType": "MQTT_BASIC",
+                           "credentialsValue": {"userName": "json-1", "password": "pw"}},
+                          {"credentialsType": "MQTT_BASIC"}])
+    assert status == 200 and report["saved"] == 1 and report["errors"][0]["line"] == 2, report
+    assert import_csv(broker, f"{path}/bulk_import", "name,colour\r\nx,red\r\n")[0] == 400
+    assert import_csv(broker, f"{path}/bulk_import", 'name\r\n"open\r\n')[0] == 400
+
+    status, page = api(broker, "GET", f"{path}?pageSize=2&page=1")
+    assert status == 200, page
+    assert page["totalElements"] == 4 and page["totalPages"] == 2 and page["hasNext"] is False
+    assert len(page["data"]) == 2
+    for bad in ("pageSize=0", "pageSize=many", "page=-1"):
+        status, answer = api(broker, "GET", f"{path}?{bad}")
+        assert status == 400 and answer["message"].startswith(bad.split("=")[0]), (bad, answer)
+
+    assert api(broker, "DELETE", one)[0] == 200
+    assert api(broker, "DELETE", one)[0] == 404
+
+
+def import_csv(broker, path: str, text: str):
+    return rest.call(broker, "POST", path, "t0ken", text, content_type="text/csv")
 
 
 def test_rest_api_is_off_without_any_admin_credentials(broker_factory):

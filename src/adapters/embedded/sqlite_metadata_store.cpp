@@ -267,6 +267,20 @@ void sqlite_metadata_store::find_credentials(std::vector<std::string> credential
            });
 }
 
+void sqlite_metadata_store::count_credentials(callback<std::size_t> done) {
+    submit(std::move(done), [](sqlite_db& db) -> result<std::size_t> {
+        auto stmt = db.prepare("SELECT COUNT(*) FROM mqtt_client_credentials");
+        if (!stmt) {
+            return stmt.error();
+        }
+        auto row = stmt->step();
+        if (!row) {
+            return row.error();
+        }
+        return static_cast<std::size_t>(stmt->column_int64(0));
+    });
+}
+
 void sqlite_metadata_store::list_credentials(std::size_t limit, std::size_t offset,
                                              callback<std::vector<client_credentials>> done) {
     submit(std::move(done),

@@ -363,6 +363,15 @@ void postgres_metadata_store::find_credentials(std::vector<std::string> credenti
               });
 }
 
+void postgres_metadata_store::count_credentials(callback<std::size_t> done) {
+    post_call(pool_, nullptr, std::move(done),
+              [](pqxx::connection_base& conn) -> result<std::size_t> {
+                  pqxx::nontransaction tx(conn);
+                  const auto row = tx.exec1("SELECT COUNT(*) FROM mqtt_client_credentials");
+                  return static_cast<std::size_t>(row[0].as<std::int64_t>());
+              });
+}
+
 void postgres_metadata_store::list_credentials(std::size_t limit, std::size_t offset,
                                                callback<std::vector<client_credentials>> done) {
     post_call(

@@ -58,6 +58,7 @@ class postgres_metadata_store final : public metadata_store {
                           callback<std::vector<client_credentials>> done) override;
     void list_credentials(std::size_t limit, std::size_t offset,
                           callback<std::vector<client_credentials>> done) override;
+    void count_credentials(callback<std::size_t> done) override;
 
     void save_session_context(session_context ctx, done_callback done) override;
     void load_session_context(std::string client_id,

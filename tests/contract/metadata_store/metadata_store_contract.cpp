@@ -160,6 +160,16 @@ TEST_P(metadata_store_contract, list_credentials_pages_in_creation_order) {
     EXPECT_TRUE(none->empty());
 }
 
+TEST_P(metadata_store_contract, count_credentials_follows_saves_and_deletes) {
+    ASSERT_EQ(count().value(), 0U);
+    ASSERT_TRUE(save(credentials("username|a")));
+    ASSERT_TRUE(save(credentials("username|b")));
+    ASSERT_TRUE(save(credentials("username|a")));  // an update, not a new row
+    EXPECT_EQ(count().value(), 2U);
+    ASSERT_TRUE(remove_credentials("username|a"));
+    EXPECT_EQ(count().value(), 1U);
+}
+
 // --- session contexts ------------------------------------------------------------------------
 
 TEST_P(metadata_store_contract, session_context_round_trip) {

@@ -64,6 +64,10 @@ class metadata_store_test_base : public ::testing::TestWithParam<metadata_store_
         return await<result<std::vector<client_credentials>>>(
             [&](auto done) { store_->list_credentials(limit, offset, std::move(done)); });
     }
+    result<std::size_t> count() {
+        return await<result<std::size_t>>(
+            [&](auto done) { store_->count_credentials(std::move(done)); });
+    }
     status save_session(session_context ctx) {
         return await<status>(
             [&](auto done) { store_->save_session_context(std::move(ctx), std::move(done)); });

@@ -94,6 +94,7 @@ class memory_store final : public metadata_store {
         }
         done(std::move(out));
     }
+    void count_credentials(callback<std::size_t> done) override { done(credentials_.size()); }
     void save_session_context(session_context, done_callback done) override { done({}); }
     void load_session_context(std::string, callback<std::optional<session_context>> done) override {
         done(std::optional<session_context>());

@@ -13,10 +13,12 @@ from typing import Any
 from starling_it import openapi
 
 
-def call(broker, method: str, path: str, token: str | None, body=None) -> tuple[int, Any]:
+def call(broker, method: str, path: str, token: str | None, body=None,
+         content_type: str = "application/json") -> tuple[int, Any]:
     """(HTTP status, JSON body); an error status is returned, not raised. A body is sent as
-    JSON (a str is sent as it is, to test malformed ones). The answer is validated against
-    docs/openapi.json (only the answer: a request may be malformed on purpose)."""
+    JSON (a str is sent as it is, to test malformed ones, or with another `content_type`). The
+    answer is validated against docs/openapi.json (only the answer: a request may be malformed
+    on purpose)."""
     data = None
     if body is not None:
         data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
@@ -26,7 +28,7 @@ def call(broker, method: str, path: str, token: str | None, body=None) -> tuple[
     if token is not None:
         req.add_header("Authorization", f"Bearer {token}")
     if data is not None:
-        req.add_header("Content-Type", "application/json")
+        req.add_header("Content-Type", content_type)
     try:
         with urllib.request.urlopen(req, timeout=10) as resp:
             status, raw, content_type = resp.status, resp.read(), resp.headers.get("Content-Type")
