@@ -4,6 +4,8 @@
 #include "mqtt/topic.h"
 
 #include <algorithm>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <variant>
@@ -142,7 +144,44 @@ http::subscription_api subscription_admin(broker::session_admin& sessions,
                         done(outcome_of(o), {});
                     });
             },
-        .access = std::move(access)};
+        .access = std::move(access),
+        .all =
+            [&sessions](std::function<void(http::subscription_api::subscription_rows)> done) {
+                // One details() per session (an actor's answer for a local connected client);
+                // the last answer completes the list.
+                struct gathering {
+                    std::mutex mutex;
+                    http::subscription_api::subscription_rows rows;
+                    std::size_t waiting = 0;
+                    std::function<void(http::subscription_api::subscription_rows)> done;
+                };
+                const auto infos = sessions.list();
+                auto g = std::make_shared<gathering>();
+                g->waiting = infos.size();
+                g->done = std::move(done);
+                if (infos.empty()) {
+                    g->done({});
+                    return;
+                }
+                for (const auto& info : infos) {
+                    const auto client_id = info.record.client_id;
+                    sessions.details(client_id, [g, client_id](auto d) {
+                        bool last = false;
+                        {
+                            std::lock_guard lock(g->mutex);
+                            if (d) {
+                                for (const auto& s : d->subscriptions) {
+                                    g->rows.emplace_back(client_id, view_of(s));
+                                }
+                            }
+                            last = --g->waiting == 0;
+                        }
+                        if (last) {
+                            g->done(std::move(g->rows));
+                        }
+                    });
+                }
+            }};
 }
 
 http::client_session_api client_session_admin(broker::session_admin& sessions,

@@ -120,7 +120,9 @@ void save(metadata_store& store, application_shared_subscription e, responder do
 void add_app_shared_subs_routes(router& routes, metadata_store& store, api_access access) {
     admin_routes admin(routes, std::move(access));
     if (!admin.enabled()) {
-        spdlog::info("APPLICATION shared-subscription REST API disabled (no admin token)");
+        spdlog::info(
+            "APPLICATION shared-subscription REST API disabled (no admin token and admin login "
+            "off)");
         return;
     }
 

@@ -87,7 +87,7 @@ std::variant<auth::blocked_entry, response> entry_from_body(const std::string& b
 void add_blocked_client_routes(router& routes, blocked_client_api api) {
     admin_routes admin(routes, api.access);
     if (!admin.enabled()) {
-        spdlog::info("blocked-client REST API disabled (security.admin-token is empty)");
+        spdlog::info("blocked-client REST API disabled (no admin token and admin login off)");
         return;
     }
     auto shared = std::make_shared<blocked_client_api>(std::move(api));

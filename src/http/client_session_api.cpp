@@ -251,7 +251,7 @@ void add_action(admin_routes& admin, std::string route, client_session_api::acti
 void add_client_session_routes(router& routes, client_session_api api) {
     admin_routes admin(routes, api.access);
     if (!admin.enabled()) {
-        spdlog::info("client-session REST API disabled (security.admin-token is empty)");
+        spdlog::info("client-session REST API disabled (no admin token and admin login off)");
         return;
     }
     auto shared = std::make_shared<const client_session_api>(std::move(api));

@@ -14,7 +14,7 @@ namespace starling::http {
 void add_cluster_info_routes(router& routes, cluster_info_api api) {
     admin_routes admin(routes, api.access);
     if (!admin.enabled()) {
-        spdlog::info("cluster-info REST API disabled (security.admin-token is empty)");
+        spdlog::info("cluster-info REST API disabled (no admin token and admin login off)");
         return;
     }
     auto shared = std::make_shared<const cluster_info_api>(std::move(api));

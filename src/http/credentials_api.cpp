@@ -402,10 +402,8 @@ void add_credentials_routes(router& routes, metadata_store& store, auth::worker_
                     for (const auto& row : *rows) {
                         data.push_back(to_json(row));
                     }
-                    // page_data pages a whole list; here the store already returned one page.
-                    auto body = page_data(json::array(), static_cast<std::int64_t>(total), wanted);
-                    body["data"] = std::move(data);
-                    respond(json_response(body));
+                    respond(json_response(
+                        page_data(std::move(data), static_cast<std::int64_t>(total), wanted)));
                 });
         });
     });

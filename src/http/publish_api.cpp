@@ -141,7 +141,7 @@ std::variant<publish_request, response> parse_publish_request(std::string_view t
 void add_publish_routes(router& routes, publish_api api) {
     admin_routes admin(routes, api.access);
     if (!admin.enabled()) {
-        spdlog::info("publish REST API disabled (security.admin-token is empty)");
+        spdlog::info("publish REST API disabled (no admin token and admin login off)");
         return;
     }
     auto shared = std::make_shared<const publish_api>(std::move(api));

@@ -81,7 +81,7 @@ std::variant<list_request, response> list_request_of(const query_params& params)
 void add_retained_msg_routes(router& routes, retained_msg_api api) {
     admin_routes admin(routes, api.access);
     if (!admin.enabled()) {
-        spdlog::info("retained-message REST API disabled (security.admin-token is empty)");
+        spdlog::info("retained-message REST API disabled (no admin token and admin login off)");
         return;
     }
     auto shared = std::make_shared<const retained_msg_api>(std::move(api));

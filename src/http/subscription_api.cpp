@@ -5,7 +5,9 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <memory>
+#include <tuple>
 #include <utility>
 
 namespace starling::http {
@@ -86,6 +88,39 @@ std::variant<subscription_view, response> subscription_of(const json& item, std:
     return s;
 }
 
+// GET ?pageSize=&page=&textSearch=: one page of every session's subscriptions.
+void all_subscriptions(const subscription_api& api, const query_params& q, responder done) {
+    auto page = page_of(q);
+    if (auto* err = std::get_if<response>(&page)) {
+        done(std::move(*err));
+        return;
+    }
+    const auto want = std::get<page_request>(page);
+    const auto text_it = q.find("textSearch");
+    std::string text = text_it == q.end() ? std::string() : text_it->second;
+    api.all([want, text = std::move(text),
+             done = std::move(done)](subscription_api::subscription_rows rows) {
+        if (!text.empty()) {
+            std::erase_if(rows, [&text](const auto& row) {
+                return !contains_ignoring_case(row.second.topic_filter, text);
+            });
+        }
+        std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+            return std::tie(a.first, a.second.topic_filter) <
+                   std::tie(b.first, b.second.topic_filter);
+        });
+        const auto [first, last] = page_slice(rows.size(), want);
+        json data = json::array();
+        for (std::size_t i = first; i < last; ++i) {
+            json row = to_json(rows[i].second);
+            row["clientId"] = rows[i].first;
+            data.push_back(std::move(row));
+        }
+        done(json_response(
+            page_data(std::move(data), static_cast<std::int64_t>(rows.size()), want)));
+    });
+}
+
 }  // namespace
 
 std::variant<std::pair<std::string, std::vector<subscription_view>>, response>
@@ -118,7 +153,7 @@ parse_subscription_update(std::string_view text) {
 void add_subscription_routes(router& routes, subscription_api api) {
     admin_routes admin(routes, api.access);
     if (!admin.enabled()) {
-        spdlog::info("subscription REST API disabled (security.admin-token is empty)");
+        spdlog::info("subscription REST API disabled (no admin token and admin login off)");
         return;
     }
     auto shared = std::make_shared<const subscription_api>(std::move(api));
@@ -131,8 +166,12 @@ void add_subscription_routes(router& routes, subscription_api api) {
         }
         const auto& q = std::get<query_params>(parsed);
         auto client = q.find("clientId");
+        if (client == q.end() && (q.contains("pageSize") || q.contains("page"))) {
+            all_subscriptions(*shared, q, std::move(done));
+            return;
+        }
         if (client == q.end() || client->second.empty()) {
-            done(bad("clientId: required"));
+            done(bad("clientId: required (or pageSize, for every session's subscriptions)"));
             return;
         }
         shared->list(client->second,

@@ -4,6 +4,9 @@
 //
 //   GET  /api/subscription?clientId=<id>   the session's subscriptions (the shape of
 //        /api/client-session/details' "subscriptions"); 404 when the client id has no session
+//   GET  /api/subscription?pageSize=&page=&textSearch=   every session's subscriptions in the
+//        cluster, PageData of {"clientId", "topicFilter", "qos", "options", "subscriptionId"}
+//        ordered by client id then filter; textSearch keeps filters containing the text
 //   POST /api/subscription  {"clientId": "...", "subscriptions": [{"topicFilter": "a/#",
 //        "qos": 1 | "AT_LEAST_ONCE", "options": {"noLocal", "retainAsPublish",
 //        "retainHandling": 0..2}, "subscriptionId": 1..268435455}]}
@@ -40,6 +43,11 @@ struct subscription_api {
                        std::function<void(session_action_outcome, std::string problem)>)>
         replace;
     api_access access;
+    // Every session's subscriptions (clientId, subscription): from the actors of this node's
+    // connected clients, the mirror of client.subscriptions for the others. Called on the I/O
+    // thread; answers on any thread.
+    using subscription_rows = std::vector<std::pair<std::string, subscription_view>>;
+    std::function<void(std::function<void(subscription_rows)>)> all;
 };
 
 void add_subscription_routes(router& routes, subscription_api api);

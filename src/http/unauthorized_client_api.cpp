@@ -63,7 +63,7 @@ void with_client_id(const request& req, responder done, Then then) {
 void add_unauthorized_client_routes(router& routes, metadata_store& store, api_access access) {
     admin_routes api(routes, std::move(access));
     if (!api.enabled()) {
-        spdlog::info("unauthorized-client REST API disabled (security.admin-token is empty)");
+        spdlog::info("unauthorized-client REST API disabled (no admin token and admin login off)");
         return;
     }
     metadata_store* db = &store;

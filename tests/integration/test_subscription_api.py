@@ -79,6 +79,38 @@ def test_an_offline_sessions_subscriptions_replaced(broker_factory, paho_client,
         "the new set was written to client.subscriptions")
 
 
+def every_subscription(broker, query: str = "") -> dict:
+    status, page = rest.call(broker, "GET", f"{PATH}?pageSize=2{query}", TOKEN)
+    assert status == 200, page
+    return page
+
+
+def test_every_sessions_subscriptions_listed_in_pages(broker_factory, paho_client, uid):
+    """GET ?pageSize=: the subscriptions of every session, connected and offline, ordered by
+    client id then filter, paged, with textSearch on the filter."""
+    broker = broker_factory(env={"SECURITY_ADMIN_TOKEN": TOKEN})
+    a = paho_client(broker, f"{uid}-a", protocol=5)
+    a.subscribe(f"{uid}/temp/#", qos=1)
+    a.subscribe(f"$share/g/{uid}/alarms", qos=0)
+    b = paho_client(broker, f"{uid}-b", protocol=5, **persistent(5))
+    b.subscribe(f"{uid}/TEMP/x", qos=2)
+    b.disconnect()
+    wait_for(lambda: every_subscription(broker)["totalElements"] == 3,
+             what="the three subscriptions to be mirrored")
+    first = every_subscription(broker, "&page=0")
+    second = every_subscription(broker, "&page=1")
+    assert first["totalPages"] == 2 and first["hasNext"] and not second["hasNext"]
+    rows = [(r["clientId"], r["topicFilter"], r["qos"]) for r in first["data"] + second["data"]]
+    assert rows == [
+        (f"{uid}-a", f"$share/g/{uid}/alarms", "AT_MOST_ONCE"),
+        (f"{uid}-a", f"{uid}/temp/#", "AT_LEAST_ONCE"),
+        (f"{uid}-b", f"{uid}/TEMP/x", "EXACTLY_ONCE"),
+    ]
+    found = every_subscription(broker, "&textSearch=temp")
+    assert [r["clientId"] for r in found["data"]] == [f"{uid}-a", f"{uid}-b"]
+    assert rest.call(broker, "GET", f"{PATH}?pageSize=0", TOKEN)[0] == 400
+
+
 def test_bad_input_is_refused_naming_the_field(broker_factory, paho_client, uid):
     broker = broker_factory(env={"SECURITY_ADMIN_TOKEN": TOKEN})
     paho_client(broker, f"{uid}-x", protocol=5)

@@ -1,7 +1,8 @@
 // libFuzzer target for the HTTP router and the /api handlers' request parsing (JSON bodies,
 // query strings, URL-encoded path parts): credentials, blocked clients, unauthorized clients,
 // retained messages, client sessions, subscriptions, APPLICATION shared subscriptions,
-// publish, drops and quota, plus the actuator
+// publish, drops and quota (credentials also: one by id, password change, bulk import; every
+// session's subscriptions paged), plus the actuator
 // routes, behind the admin bearer token, as the daemon registers them.
 //
 // Input: one mode byte, then the request target up to the first '\n', then the body.
@@ -279,7 +280,15 @@ struct fixture {
                                                      : http::session_action_outcome::not_found,
                              subs.size() > 3 ? "subscriptions: too many" : "");
                     },
-                .access = std::string(token)});
+                .access = std::string(token),
+                .all =
+                    [this](std::function<void(http::subscription_api::subscription_rows)> done) {
+                        http::subscription_api::subscription_rows rows;
+                        for (const auto& [id, session] : sessions) {
+                            rows.emplace_back(id, http::subscription_view{.topic_filter = "a/#"});
+                        }
+                        done(std::move(rows));
+                    }});
         http::add_publish_routes(
             routes, http::publish_api{
                         .publish =
