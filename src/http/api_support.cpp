@@ -1,11 +1,12 @@
 #include "http/api_support.h"
 
+#include "base/log_throttle.h"
+
 #include <nlohmann/json.hpp>
 #include <openssl/crypto.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <charconv>
 #include <chrono>
@@ -76,27 +77,19 @@ std::string peer_address(const request& req) {
     return it == req.end() ? std::string() : std::string(it->value());
 }
 
+base::log_throttle& refusal_log_throttle() {
+    static base::log_throttle throttle(5);
+    return throttle;
+}
+
 void log_refusal(const request& req, std::string_view why) {
-    // At most `per_second` lines in any second; what is held back is counted.
-    constexpr std::int64_t per_second = 5;
-    static std::atomic<std::int64_t> window{0};
-    static std::atomic<std::int64_t> in_window{0};
-    static std::atomic<std::int64_t> suppressed{0};
-    const auto now_s = std::chrono::duration_cast<std::chrono::seconds>(
-                           std::chrono::steady_clock::now().time_since_epoch())
-                           .count();
-    auto seen = window.load(std::memory_order_relaxed);
-    if (seen != now_s && window.compare_exchange_strong(seen, now_s)) {
-        in_window.store(0, std::memory_order_relaxed);
-    }
-    if (in_window.fetch_add(1, std::memory_order_relaxed) >= per_second) {
-        suppressed.fetch_add(1, std::memory_order_relaxed);
+    std::size_t held_back = 0;
+    if (!refusal_log_throttle().admit(std::chrono::steady_clock::now(), held_back)) {
         return;
     }
-    const auto held_back = suppressed.exchange(0, std::memory_order_relaxed);
     const std::string_view target(req.target().data(), req.target().size());
     spdlog::warn("api: refused {} {} from {}: {}{}", std::string_view(req.method_string()),
-                 target.substr(0, target.find('?')), peer_address(req), why,
+                 base::clipped_for_log(target.substr(0, target.find('?'))), peer_address(req), why,
                  held_back > 0 ? fmt::format(" [{} more refusals not logged]", held_back) : "");
 }
 

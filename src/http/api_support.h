@@ -3,6 +3,7 @@
 // Helpers every REST handler under /api/ shares: the bearer-token check and query-string
 // parsing. Pure functions of the request; safe on any thread.
 
+#include "base/log_throttle.h"
 #include "http/router.h"
 
 #include <nlohmann/json_fwd.hpp>
@@ -71,9 +72,12 @@ class admin_routes {
     api_access access_;
 };
 
-// Logs that `req` was refused for `why` (at most a few lines a second; the rest are counted
-// and the count is logged with the next line that gets through).
+// Logs that `req` was refused for `why` (at most five lines a second, shared with the login's
+// refusals: the rest are counted and the count is logged with the next line that gets through).
 void log_refusal(const request& req, std::string_view why);
+
+// The throttle of those lines, for other refusals of /api (the login's) to share.
+base::log_throttle& refusal_log_throttle();
 
 // The 401 every /api route answers without the right token.
 response unauthorized_response();

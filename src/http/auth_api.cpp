@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <memory>
 
 namespace starling::http {
@@ -29,6 +30,17 @@ response too_many_attempts() {
                               "too many failed logins from this address; try again later");
     res.set(boost::beast::http::field::retry_after, "60");
     return res;
+}
+
+std::string_view refusal_reason(auth::login_outcome outcome) {
+    switch (outcome) {
+        case auth::login_outcome::wrong_credentials:
+            return "wrong user name or password";
+        case auth::login_outcome::throttled:
+            return "too many failed logins";
+        default:
+            return "not checked (busy, or the store is down)";
+    }
 }
 
 // The bearer token of `req` (Authorization or X-Authorization), or "".
@@ -62,33 +74,31 @@ void add_auth_routes(router& routes, auth_api api) {
             shared->users.check_login(
                 peer, *username, std::move(*password),
                 [shared, peer, username = *username, respond](auth::login_outcome outcome) {
-                    switch (outcome) {
-                        case auth::login_outcome::ok:
-                            spdlog::info("api: admin {} logged in from {}", username, peer);
-                            respond(json_response(
-                                token_pair(shared->tokens, username, shared->now_s())));
-                            return;
-                        case auth::login_outcome::wrong_credentials:
-                            spdlog::warn(
-                                "api: login refused for {} from {}: wrong user name or "
-                                "password",
-                                username, peer);
-                            respond(error_response(status_code::unauthorized,
-                                                   "wrong user name or password"));
-                            return;
-                        case auth::login_outcome::throttled:
-                            spdlog::warn(
-                                "api: login refused for {} from {}: too many failed logins",
-                                username, peer);
-                            respond(too_many_attempts());
-                            return;
-                        case auth::login_outcome::busy:
-                        case auth::login_outcome::store_error:
-                            spdlog::warn("api: login for {} from {} not checked: {}", username,
-                                         peer, auth::to_string(outcome));
-                            respond(error_response(status_code::service_unavailable,
-                                                   "cannot check the password now; retry"));
-                            return;
+                    if (outcome == auth::login_outcome::ok) {
+                        spdlog::info("api: admin {} logged in from {}",
+                                     base::clipped_for_log(username), peer);
+                        respond(
+                            json_response(token_pair(shared->tokens, username, shared->now_s())));
+                        return;
+                    }
+                    // Refusals share the throttle of the other /api refusals: a guessing flood
+                    // from many addresses cannot flood the log.
+                    std::size_t held_back = 0;
+                    if (refusal_log_throttle().admit(std::chrono::steady_clock::now(), held_back)) {
+                        spdlog::warn("api: login refused for {} from {}: {}{}",
+                                     base::clipped_for_log(username), peer, refusal_reason(outcome),
+                                     held_back > 0
+                                         ? fmt::format(" [{} more refusals not logged]", held_back)
+                                         : "");
+                    }
+                    if (outcome == auth::login_outcome::wrong_credentials) {
+                        respond(error_response(status_code::unauthorized,
+                                               "wrong user name or password"));
+                    } else if (outcome == auth::login_outcome::throttled) {
+                        respond(too_many_attempts());
+                    } else {
+                        respond(error_response(status_code::service_unavailable,
+                                               "cannot check the password now; retry"));
                     }
                 });
         });
@@ -119,7 +129,7 @@ void add_auth_routes(router& routes, auth_api api) {
                 }
                 if (!known.value()) {
                     spdlog::warn("api: refresh refused for {} from {}: no such admin user any more",
-                                 subject, peer);
+                                 base::clipped_for_log(subject), peer);
                     respond(
                         error_response(status_code::unauthorized, "bad or expired refresh token"));
                     return;
