@@ -1,14 +1,12 @@
 #include "auth/admin_users.h"
 
 #include "auth/password.h"
+#include "auth/random_uuid.h"
 #include "ratelimit/token_bucket.h"
 
 #include <nlohmann/json.hpp>
-#include <openssl/rand.h>
 #include <spdlog/spdlog.h>
 
-#include <array>
-#include <cstdio>
 #include <unordered_map>
 
 namespace starling::auth {
@@ -22,21 +20,6 @@ constexpr std::size_t max_tracked_addresses = 10000;
 // as long as a wrong password.
 constexpr std::string_view timing_hash =
     "$2b$10$w62GEN2WS5yoimRQ8VFPAOoSNRzEElPBMlWq9.pUozXaChQBtdch2";
-
-std::string random_uuid() {
-    std::array<unsigned char, 16> b{};
-    if (RAND_bytes(b.data(), static_cast<int>(b.size())) != 1) {
-        return {};
-    }
-    b[6] = static_cast<unsigned char>((b[6] & 0x0F) | 0x40);  // version 4
-    b[8] = static_cast<unsigned char>((b[8] & 0x3F) | 0x80);  // RFC 4122 variant
-    std::array<char, 37> out{};
-    std::snprintf(out.data(), out.size(),
-                  "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-                  b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-                  b[14], b[15]);
-    return std::string(out.data(), 36);
-}
 
 }  // namespace
 

@@ -1,17 +1,16 @@
 #include "http/app_shared_subs_api.h"
 
+#include "auth/random_uuid.h"
 #include "http/api_support.h"
 #include "mqtt/reason_code.h"
 #include "mqtt/topic.h"
 
 #include <nlohmann/json.hpp>
-#include <openssl/rand.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <array>
-#include <cstdio>
 #include <memory>
+#include <stdexcept>
 #include <utility>
 
 namespace starling::http {
@@ -39,18 +38,11 @@ json to_json(const application_shared_subscription& e) {
 
 // A random (version 4) UUID, as TBMQ's entity ids.
 std::string new_id() {
-    std::array<unsigned char, 16> b{};
-    if (RAND_bytes(b.data(), static_cast<int>(b.size())) != 1) {
+    auto id = auth::random_uuid();
+    if (id.empty()) {
         throw std::runtime_error("RAND_bytes failed");
     }
-    b[6] = static_cast<unsigned char>((b[6] & 0x0F) | 0x40);
-    b[8] = static_cast<unsigned char>((b[8] & 0x3F) | 0x80);
-    char out[37];
-    std::snprintf(out, sizeof out,
-                  "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-                  b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-                  b[14], b[15]);
-    return out;
+    return id;
 }
 
 // A topic filter as MQTT allows it (mqtt::validate_topic_filter), without the $share/ form:
