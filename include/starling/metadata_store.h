@@ -11,11 +11,13 @@
 
 #include "base/result.h"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace starling {
@@ -96,6 +98,63 @@ struct unauthorized_page {
     std::size_t total = 0;  // rows matching the query over all pages
 };
 
+// ts_kv: the statistics series a dashboard draws (GET /api/timeseries). Each node writes one
+// point per key per sampling interval under its own node id (entity_id); the cluster-wide
+// series is computed when read. Keys are TBMQ's names; ts_kv stores them as the fixed integer
+// ids below (rows of ts_kv_dictionary, written by the adapters), so a key's id never changes
+// and no two nodes can race to assign one.
+struct stats_key_id {
+    std::string_view key;
+    std::int32_t id;
+    // The value is a cluster-wide state every node reads from its own mirror (the same number
+    // on each), not the node's share: the cluster's series takes the largest, not the sum.
+    bool mirrored = false;
+};
+inline constexpr std::array<stats_key_id, 6> stats_keys{{
+    {"incomingMsgs", 1},         // PUBLISH packets received in the interval
+    {"outgoingMsgs", 2},         // PUBLISH packets sent in the interval
+    {"droppedMsgs", 3},          // message copies dropped in the interval, every reason
+    {"sessions", 4},             // sessions connected to the node at the sample
+    {"subscriptions", 5, true},  // subscriptions in the cluster at the sample
+    {"retainedMsgs", 6, true},   // retained messages in the cluster at the sample
+}};
+// The id of a key; nullopt for a key that is not one of stats_keys.
+inline std::optional<std::int32_t> stats_key_to_id(std::string_view key) {
+    for (const auto& k : stats_keys) {
+        if (k.key == key) {
+            return k.id;
+        }
+    }
+    return std::nullopt;
+}
+
+// The key of an id; empty for an id that is not one of stats_keys.
+inline std::string_view stats_key_from_id(std::int32_t id) {
+    for (const auto& k : stats_keys) {
+        if (k.id == id) {
+            return k.key;
+        }
+    }
+    return {};
+}
+
+struct stats_point {
+    std::string entity_id;  // the node's id (service.id)
+    std::string key;        // one of stats_keys
+    std::int64_t ts_ms = 0;
+    std::int64_t value = 0;
+
+    friend bool operator==(const stats_point&, const stats_point&) = default;
+};
+
+struct stats_query {
+    std::vector<std::string> keys;  // keys not in stats_keys match nothing
+    std::string entity_id;          // empty = every node
+    std::int64_t start_ms = 0;      // inclusive
+    std::int64_t end_ms = 0;        // inclusive
+    std::size_t limit = 100000;     // points at most; the earliest are returned
+};
+
 class metadata_store {
   public:
     template <class T>
@@ -149,6 +208,17 @@ class metadata_store {
     virtual void delete_unauthorized(std::string client_id, callback<bool> done) = 0;
     // Removes every row; completes with how many there were.
     virtual void clear_unauthorized(callback<std::size_t> done) = 0;
+
+    // Statistics series. save_stats writes points (a point already stored for the same
+    // entity, key and ts is replaced); a key not in stats_keys fails the whole call with
+    // invalid_argument. (ts_kv_latest stays unused: the latest point is the newest row of
+    // ts_kv, one indexed look-up away, and a second table per write buys nothing.) read_stats
+    // answers
+    // the query's points ordered by key, ts, entity. delete_stats_before removes the points
+    // older than ts_ms (the retention sweep) and completes with how many there were.
+    virtual void save_stats(std::vector<stats_point> points, done_callback done) = 0;
+    virtual void read_stats(stats_query query, callback<std::vector<stats_point>> done) = 0;
+    virtual void delete_stats_before(std::int64_t ts_ms, callback<std::size_t> done) = 0;
 
     // admin_settings: JSON documents by key.
     virtual void put_setting(std::string key, std::string json_value, done_callback done) = 0;

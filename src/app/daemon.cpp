@@ -18,6 +18,7 @@
 #include "broker/node.h"
 #include "broker/node_directory.h"
 #include "broker/session_admin.h"
+#include "broker/stats_history.h"
 #include "broker/topics.h"
 #include "config/cli.h"
 #include "http/actuator.h"
@@ -34,6 +35,7 @@
 #include "http/publish_api.h"
 #include "http/quota_api.h"
 #include "http/server.h"
+#include "http/timeseries_api.h"
 #include "http/unauthorized_client_api.h"
 #include "metrics/registry.h"
 #include "net/admission.h"
@@ -313,6 +315,8 @@ struct daemon::parts {
     // after the node (its follower applies records to it) and before the list it fills.
     std::unique_ptr<broker::blocked_clients_log> blocked_log;
     std::unique_ptr<broker::node> node;
+    // The statistics series of /api/timeseries; stopped before the node whose timers it uses.
+    std::unique_ptr<broker::stats_recorder> stats;
     // /api/client-session's view of and actions on the node's sessions; after the node, before
     // the HTTP servers whose routes use it.
     std::unique_ptr<broker::session_admin> session_admin;
@@ -452,6 +456,15 @@ void daemon::start() {
         p.quota->start();
     }
     auto& node_core = p.node->core();
+    if (cfg_.historical_data_report.enabled) {
+        p.stats = std::make_unique<broker::stats_recorder>(
+            broker::stats_recorder_options{.node_id = cfg_.service.id,
+                                           .interval = cfg_.historical_data_report.interval,
+                                           .retention = cfg_.historical_data_report.ttl},
+            *p.metadata_port, node_core.timers(), system_clock::instance(),
+            [&core = node_core] { return core.stats_now(); });
+        p.stats->start();
+    }
     p.nodes = std::make_unique<broker::node_directory>(
         node_core.log(), node_core.topics().sys_nodes(),
         node_core.topics().group(cfg_.service.id + "-nodes"),
@@ -540,6 +553,7 @@ void daemon::start() {
     http::add_log_level_routes(api, access);
     http::add_unauthorized_client_routes(api, *p.metadata_port, access);
     http::add_app_shared_subs_routes(api, *p.metadata_port, access);
+    http::add_timeseries_routes(api, *p.metadata_port, access);
     http::add_openapi_routes(api, access);
     http::add_retained_msg_routes(api, retained_admin(p.node->core(), access));
     p.session_admin = std::make_unique<broker::session_admin>(p.node->core());
@@ -754,6 +768,9 @@ void daemon::stop() {
     }
     if (p.security.pool) {
         p.security.pool->stop();  // verifications in progress finish; queued ones are dropped
+    }
+    if (p.stats) {
+        p.stats->stop();
     }
     if (p.nodes) {
         p.nodes->stop();  // this node leaves /api/app/cluster-info

@@ -223,6 +223,15 @@ std::vector<log_header> broker_core::origin_headers() const {
     return {log_header{std::string(origin_node_header), cfg_.node_id}};
 }
 
+stats_reading broker_core::stats_now() {
+    return stats_reading{.incoming_msgs = probe_.publishes_received(),
+                         .outgoing_msgs = probe_.publishes_sent(),
+                         .dropped_msgs = probe_.messages_dropped(),
+                         .sessions = probe_.connected(),
+                         .subscriptions = static_cast<std::int64_t>(trie_.subscription_count()),
+                         .retained_msgs = static_cast<std::int64_t>(retained_.size())};
+}
+
 void broker_core::refresh_gauges() {
     probe_.sessions(static_cast<std::int64_t>(sessions_.session_count()));
     probe_.subscriptions(static_cast<std::int64_t>(trie_.subscription_count()));

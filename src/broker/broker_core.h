@@ -22,6 +22,7 @@
 #include "broker/session_limits.h"
 #include "broker/session_registry.h"
 #include "broker/settings.h"
+#include "broker/stats_history.h"
 #include "broker/subscription_mirror.h"
 #include "broker/subscription_records.h"
 #include "broker/topics.h"
@@ -201,6 +202,8 @@ class broker_core {
 
     // Refreshes the gauges derived from shared structures (called by the metrics scrape).
     void refresh_gauges();
+    // What the statistics series samples now (stats_history.h). Thread-safe.
+    stats_reading stats_now();
 
     // True once stop has begun: new connections are refused.
     bool stopping() const { return stopping_.load(std::memory_order_acquire); }

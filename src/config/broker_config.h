@@ -661,6 +661,16 @@ struct spring_section {
 
 // The whole configuration. A plain value: copy it freely; nothing in it changes after
 // loading.
+// historical-data-report.*: the statistics series of /api/timeseries (broker/stats_history.h).
+struct historical_data_report_section {
+    bool enabled{};
+    std::chrono::minutes interval{};  // between samples
+    std::chrono::seconds ttl{};       // points older than this are deleted
+
+    friend bool operator==(const historical_data_report_section&,
+                           const historical_data_report_section&) = default;
+};
+
 struct broker_config {
     starling_section starling;
     service_section service;
@@ -672,6 +682,7 @@ struct broker_config {
     security_section security;
     redis_section redis;
     spring_section spring;
+    historical_data_report_section historical_data_report;
 
     friend bool operator==(const broker_config&, const broker_config&) = default;
 };

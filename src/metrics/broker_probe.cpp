@@ -224,6 +224,21 @@ void broker_probe::last_will_clients(std::int64_t count) {
     last_will_clients_.Set(static_cast<double>(count));
 }
 
+namespace {
+template <std::size_t N>
+std::uint64_t total_of(const std::array<prometheus::Counter*, N>& counters) {
+    double total = 0;
+    for (const auto* c : counters) {
+        total += c->Value();
+    }
+    return static_cast<std::uint64_t>(total);
+}
+}  // namespace
+
+std::uint64_t broker_probe::publishes_received() const { return total_of(received_); }
+std::uint64_t broker_probe::publishes_sent() const { return total_of(sent_); }
+std::uint64_t broker_probe::messages_dropped() const { return total_of(dropped_); }
+
 void broker_probe::publish_received(std::uint8_t qos) {
     // The codec rejects QoS 3 before a packet gets this far.
     STARLING_BUG(qos <= 2, "publish_received with QoS > 2");

@@ -62,8 +62,12 @@ class broker_probe {
     void subscriptions(std::int64_t count);      // clientSubscriptions
     void retained(std::int64_t count);           // retainedMessages
     void last_will_clients(std::int64_t count);  // lastWillClients
-    void publish_received(std::uint8_t qos);     // incomingPublishMsgs_total{qos}
-    void publish_sent(std::uint8_t qos);         // outgoingPublishMsgs_total{qos}
+    // Totals since start, every QoS and reason together (the statistics series).
+    std::uint64_t publishes_received() const;
+    std::uint64_t publishes_sent() const;
+    std::uint64_t messages_dropped() const;
+    void publish_received(std::uint8_t qos);  // incomingPublishMsgs_total{qos}
+    void publish_sent(std::uint8_t qos);      // outgoingPublishMsgs_total{qos}
     void message_dropped(drop_reason reason, std::uint64_t count = 1);  // droppedMsgs_total
     // The same, and records who was dropped in drops() (GET /api/drops): pass the client id
     // and the topic where the call site knows them (either may be empty). Prefer this form at

@@ -748,4 +748,119 @@ void sqlite_metadata_store::get_setting(std::string key,
            });
 }
 
+// --- statistics series (ts_kv) ----------------------------------------------------------------
+
+void sqlite_metadata_store::save_stats(std::vector<stats_point> points, done_callback done) {
+    for (const auto& point : points) {
+        if (point.entity_id.empty() || !stats_key_to_id(point.key)) {
+            done(make_error_code(store_errc::invalid_argument));
+            return;
+        }
+    }
+    submit(std::move(done), [pts = std::move(points)](sqlite_db& db) -> status {
+        auto tx = sqlite_transaction::begin(db);
+        if (!tx) {
+            return tx.error();
+        }
+        // The dictionary rows name the ids for whoever reads the tables with SQL; the ids
+        // themselves are fixed by the port (stats_keys).
+        auto dictionary = db.prepare(
+            "INSERT INTO ts_kv_dictionary (key, key_id) VALUES (?, ?)"
+            " ON CONFLICT DO NOTHING");
+        if (!dictionary) {
+            return dictionary.error();
+        }
+        for (const auto& k : stats_keys) {
+            if (auto st = dictionary->bind(1, k.key).bind(2, std::int64_t{k.id}).run(); !st) {
+                return st;
+            }
+            dictionary->reset();
+        }
+        auto stmt = db.prepare(
+            "INSERT INTO ts_kv (entity_id, key, ts, long_v) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (entity_id, key, ts) DO UPDATE SET long_v = excluded.long_v");
+        if (!stmt) {
+            return stmt.error();
+        }
+        for (const auto& p : pts) {
+            stmt->bind(1, p.entity_id)
+                .bind(2, std::int64_t{*stats_key_to_id(p.key)})
+                .bind(3, p.ts_ms)
+                .bind(4, p.value);
+            if (auto st = stmt->run(); !st) {
+                return st;
+            }
+            stmt->reset();
+        }
+        return tx->commit();
+    });
+}
+
+void sqlite_metadata_store::read_stats(stats_query query, callback<std::vector<stats_point>> done) {
+    submit(std::move(done),
+           [q = std::move(query)](sqlite_db& db) -> result<std::vector<stats_point>> {
+               std::vector<std::int64_t> ids;
+               for (const auto& key : q.keys) {
+                   if (auto id = stats_key_to_id(key)) {
+                       ids.push_back(*id);
+                   }
+               }
+               std::vector<stats_point> points;
+               if (ids.empty() || q.limit == 0 || q.end_ms < q.start_ms) {
+                   return points;
+               }
+               std::string placeholders;
+               for (std::size_t i = 0; i < ids.size(); ++i) {
+                   placeholders += i == 0 ? "?" : ", ?";
+               }
+               auto stmt = db.prepare(
+                   fmt::format("SELECT entity_id, key, ts, long_v FROM ts_kv WHERE key IN ({})"
+                               " AND ts >= ? AND ts <= ? AND (? = '' OR entity_id = ?)"
+                               " ORDER BY key, ts, entity_id LIMIT ?",
+                               placeholders));
+               if (!stmt) {
+                   return {boost::system::in_place_error, stmt.error()};
+               }
+               int index = 1;
+               for (auto id : ids) {
+                   stmt->bind(index++, id);
+               }
+               stmt->bind(index, q.start_ms)
+                   .bind(index + 1, q.end_ms)
+                   .bind(index + 2, q.entity_id)
+                   .bind(index + 3, q.entity_id)
+                   .bind(index + 4, to_sql_limit(q.limit));
+               for (;;) {
+                   auto row = stmt->step();
+                   if (!row) {
+                       return {boost::system::in_place_error, row.error()};
+                   }
+                   if (!*row) {
+                       break;
+                   }
+                   points.push_back(stats_point{
+                       .entity_id = stmt->column_text(0),
+                       .key = std::string(
+                           stats_key_from_id(static_cast<std::int32_t>(stmt->column_int64(1)))),
+                       .ts_ms = stmt->column_int64(2),
+                       .value = stmt->column_is_null(3) ? 0 : stmt->column_int64(3),
+                   });
+               }
+               return points;
+           });
+}
+
+void sqlite_metadata_store::delete_stats_before(std::int64_t ts_ms, callback<std::size_t> done) {
+    submit(std::move(done), [ts_ms](sqlite_db& db) -> result<std::size_t> {
+        auto stmt = db.prepare("DELETE FROM ts_kv WHERE ts < ?");
+        if (!stmt) {
+            return {boost::system::in_place_error, stmt.error()};
+        }
+        if (auto st = stmt->bind(1, ts_ms).run(); !st) {
+            return {boost::system::in_place_error, st.error()};
+        }
+        return static_cast<std::size_t>(db.changes());
+    });
+}
+
 }  // namespace starling::adapters::embedded

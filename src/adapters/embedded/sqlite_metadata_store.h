@@ -79,6 +79,10 @@ class sqlite_metadata_store final : public metadata_store {
     void delete_unauthorized(std::string client_id, callback<bool> done) override;
     void clear_unauthorized(callback<std::size_t> done) override;
 
+    void save_stats(std::vector<stats_point> points, done_callback done) override;
+    void read_stats(stats_query query, callback<std::vector<stats_point>> done) override;
+    void delete_stats_before(std::int64_t ts_ms, callback<std::size_t> done) override;
+
     void put_setting(std::string key, std::string json_value, done_callback done) override;
     void get_setting(std::string key, callback<std::optional<std::string>> done) override;
 

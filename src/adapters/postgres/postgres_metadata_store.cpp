@@ -597,6 +597,84 @@ void postgres_metadata_store::delete_application_shared_subscription(std::string
               });
 }
 
+// --- statistics series (ts_kv) ----------------------------------------------------------------
+
+void postgres_metadata_store::save_stats(std::vector<stats_point> points, done_callback done) {
+    for (const auto& point : points) {
+        if (point.entity_id.empty() || !stats_key_to_id(point.key)) {
+            done(make_error_code(pg_errc::invalid_argument));
+            return;
+        }
+    }
+    post_call(
+        pool_, nullptr, std::move(done),
+        [pts = std::move(points)](pqxx::connection_base& conn) -> status {
+            pqxx::work tx(conn);
+            // The dictionary rows name the ids for whoever reads the tables with SQL; the
+            // ids themselves are fixed by the port (stats_keys), so nodes never race.
+            for (const auto& k : stats_keys) {
+                tx.exec_params(
+                    "INSERT INTO ts_kv_dictionary (key, key_id) VALUES ($1, $2)"
+                    " ON CONFLICT DO NOTHING",
+                    std::string(k.key), k.id);
+            }
+            for (const auto& p : pts) {
+                tx.exec_params(
+                    "INSERT INTO ts_kv (entity_id, key, ts, long_v) VALUES ($1, $2, $3, $4)"
+                    " ON CONFLICT (entity_id, key, ts) DO UPDATE SET long_v = excluded.long_v",
+                    p.entity_id, *stats_key_to_id(p.key), p.ts_ms, p.value);
+            }
+            tx.commit();
+            return {};
+        });
+}
+
+void postgres_metadata_store::read_stats(stats_query query,
+                                         callback<std::vector<stats_point>> done) {
+    post_call(
+        pool_, nullptr, std::move(done),
+        [q = std::move(query)](pqxx::connection_base& conn) -> result<std::vector<stats_point>> {
+            // The ids come from the port's fixed table, never from the caller's text, so they
+            // are written into the statement as numbers.
+            std::string ids;
+            for (const auto& key : q.keys) {
+                if (auto id = stats_key_to_id(key)) {
+                    ids += fmt::format("{}{}", ids.empty() ? "" : ", ", *id);
+                }
+            }
+            std::vector<stats_point> points;
+            if (ids.empty() || q.limit == 0 || q.end_ms < q.start_ms) {
+                return points;
+            }
+            pqxx::nontransaction tx(conn);
+            const auto rows = tx.exec_params(
+                fmt::format("SELECT entity_id, key, ts, long_v FROM ts_kv WHERE key IN ({})"
+                            " AND ts >= $1 AND ts <= $2 AND ($3 = '' OR entity_id = $3)"
+                            " ORDER BY key, ts, entity_id LIMIT $4",
+                            ids),
+                q.start_ms, q.end_ms, q.entity_id, to_sql_limit(q.limit));
+            points.reserve(rows.size());
+            for (const auto& row : rows) {
+                points.push_back(stats_point{
+                    .entity_id = text_of(row[0]),
+                    .key = std::string(stats_key_from_id(row[1].as<std::int32_t>())),
+                    .ts_ms = row[2].as<std::int64_t>(),
+                    .value = row[3].is_null() ? 0 : row[3].as<std::int64_t>(),
+                });
+            }
+            return points;
+        });
+}
+
+void postgres_metadata_store::delete_stats_before(std::int64_t ts_ms, callback<std::size_t> done) {
+    post_call(pool_, nullptr, std::move(done),
+              [ts_ms](pqxx::connection_base& conn) -> result<std::size_t> {
+                  pqxx::nontransaction tx(conn);
+                  return static_cast<std::size_t>(
+                      tx.exec_params("DELETE FROM ts_kv WHERE ts < $1", ts_ms).affected_rows());
+              });
+}
+
 // --- unauthorized-client log -----------------------------------------------------------------
 
 void postgres_metadata_store::record_unauthorized(unauthorized_client entry, done_callback done) {

@@ -458,6 +458,110 @@ TEST_P(metadata_store_contract, unauthorized_rows_are_found_deleted_and_cleared)
     EXPECT_EQ(*cleared, 0u);
 }
 
+// --- statistics series -------------------------------------------------------------------------
+
+TEST_P(metadata_store_contract, stats_points_come_back_by_key_then_time_then_node) {
+    ASSERT_TRUE(save_stats({
+        {.entity_id = "node-b", .key = "sessions", .ts_ms = 60000, .value = 3},
+        {.entity_id = "node-a", .key = "sessions", .ts_ms = 60000, .value = 5},
+        {.entity_id = "node-a", .key = "incomingMsgs", .ts_ms = 120000, .value = 70},
+        {.entity_id = "node-a", .key = "incomingMsgs", .ts_ms = 60000, .value = 10},
+        {.entity_id = "node-a", .key = "sessions", .ts_ms = 0, .value = 1},
+    }));
+    auto all = read_stats({.keys = {"sessions", "incomingMsgs"}, .start_ms = 0, .end_ms = 120000});
+    ASSERT_TRUE(all) << all.error().message();
+    EXPECT_EQ(*all,
+              (std::vector<stats_point>{
+                  {.entity_id = "node-a", .key = "incomingMsgs", .ts_ms = 60000, .value = 10},
+                  {.entity_id = "node-a", .key = "incomingMsgs", .ts_ms = 120000, .value = 70},
+                  {.entity_id = "node-a", .key = "sessions", .ts_ms = 0, .value = 1},
+                  {.entity_id = "node-a", .key = "sessions", .ts_ms = 60000, .value = 5},
+                  {.entity_id = "node-b", .key = "sessions", .ts_ms = 60000, .value = 3},
+              }));
+}
+
+TEST_P(metadata_store_contract, stats_query_filters_by_node_range_key_and_limit) {
+    std::vector<stats_point> points;
+    for (std::int64_t minute = 0; minute < 10; ++minute) {
+        for (const char* node : {"n1", "n2"}) {
+            points.push_back({.entity_id = node,
+                              .key = "droppedMsgs",
+                              .ts_ms = minute * 60000,
+                              .value = minute});
+            points.push_back({.entity_id = node,
+                              .key = "retainedMsgs",
+                              .ts_ms = minute * 60000,
+                              .value = 100 + minute});
+        }
+    }
+    ASSERT_TRUE(save_stats(points));
+    // Both ends inclusive, one node, one key.
+    auto one = read_stats(
+        {.keys = {"droppedMsgs"}, .entity_id = "n2", .start_ms = 120000, .end_ms = 240000});
+    ASSERT_TRUE(one);
+    ASSERT_EQ(one->size(), 3U);
+    EXPECT_EQ(one->front().ts_ms, 120000);
+    EXPECT_EQ(one->back().ts_ms, 240000);
+    for (const auto& p : *one) {
+        EXPECT_EQ(p.entity_id, "n2");
+        EXPECT_EQ(p.key, "droppedMsgs");
+        EXPECT_EQ(p.value, p.ts_ms / 60000);
+    }
+    // The limit keeps the earliest points.
+    auto limited =
+        read_stats({.keys = {"retainedMsgs"}, .start_ms = 0, .end_ms = 600000, .limit = 3});
+    ASSERT_TRUE(limited);
+    ASSERT_EQ(limited->size(), 3U);
+    EXPECT_EQ((*limited)[0].ts_ms, 0);
+    EXPECT_EQ((*limited)[1].ts_ms, 0);
+    EXPECT_EQ((*limited)[2].ts_ms, 60000);
+    // Keys that are not statistics match nothing; neither does an empty or inverted range.
+    auto unknown = read_stats({.keys = {"cpuUsage", "x' OR 1=1 --"}, .end_ms = 600000});
+    ASSERT_TRUE(unknown);
+    EXPECT_TRUE(unknown->empty());
+    auto inverted = read_stats({.keys = {"droppedMsgs"}, .start_ms = 600000, .end_ms = 0});
+    ASSERT_TRUE(inverted);
+    EXPECT_TRUE(inverted->empty());
+}
+
+TEST_P(metadata_store_contract, a_second_point_at_the_same_time_replaces_the_first) {
+    ASSERT_TRUE(
+        save_stats({{.entity_id = "n", .key = "outgoingMsgs", .ts_ms = 60000, .value = 1}}));
+    ASSERT_TRUE(
+        save_stats({{.entity_id = "n", .key = "outgoingMsgs", .ts_ms = 60000, .value = 9}}));
+    auto got = read_stats({.keys = {"outgoingMsgs"}, .start_ms = 0, .end_ms = 60000});
+    ASSERT_TRUE(got);
+    ASSERT_EQ(got->size(), 1U);
+    EXPECT_EQ(got->front().value, 9);
+}
+
+TEST_P(metadata_store_contract, saving_an_unknown_stats_key_fails_and_saves_nothing) {
+    auto st = save_stats({{.entity_id = "n", .key = "sessions", .ts_ms = 1, .value = 1},
+                          {.entity_id = "n", .key = "cpuUsage", .ts_ms = 1, .value = 1}});
+    ASSERT_FALSE(st);
+    EXPECT_EQ(st.error(), std::errc::invalid_argument);
+    st = save_stats({{.entity_id = "", .key = "sessions", .ts_ms = 1, .value = 1}});
+    ASSERT_FALSE(st);
+    EXPECT_EQ(st.error(), std::errc::invalid_argument);
+    auto got = read_stats({.keys = {"sessions"}, .start_ms = 0, .end_ms = 10});
+    ASSERT_TRUE(got);
+    EXPECT_TRUE(got->empty());
+}
+
+TEST_P(metadata_store_contract, delete_stats_before_removes_only_older_points) {
+    ASSERT_TRUE(save_stats({{.entity_id = "a", .key = "sessions", .ts_ms = 1000, .value = 1},
+                            {.entity_id = "b", .key = "subscriptions", .ts_ms = 1999, .value = 2},
+                            {.entity_id = "a", .key = "sessions", .ts_ms = 2000, .value = 3}}));
+    auto removed = delete_stats_before(2000);
+    ASSERT_TRUE(removed) << removed.error().message();
+    EXPECT_EQ(*removed, 2U);
+    auto left = read_stats({.keys = {"sessions", "subscriptions"}, .start_ms = 0, .end_ms = 5000});
+    ASSERT_TRUE(left);
+    ASSERT_EQ(left->size(), 1U);
+    EXPECT_EQ(left->front().value, 3);
+    EXPECT_EQ(delete_stats_before(2000).value(), 0U);
+}
+
 // --- settings ----------------------------------------------------------------------------------
 
 TEST_P(metadata_store_contract, application_shared_subscription_found_by_filter_and_updated) {

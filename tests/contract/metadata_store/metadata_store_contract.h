@@ -112,6 +112,18 @@ class metadata_store_test_base : public ::testing::TestWithParam<metadata_store_
             store_->delete_application_shared_subscription(id, std::move(done));
         });
     }
+    status save_stats(std::vector<stats_point> points) {
+        return await<status>(
+            [&](auto done) { store_->save_stats(std::move(points), std::move(done)); });
+    }
+    result<std::vector<stats_point>> read_stats(stats_query query) {
+        return await<result<std::vector<stats_point>>>(
+            [&](auto done) { store_->read_stats(std::move(query), std::move(done)); });
+    }
+    result<std::size_t> delete_stats_before(std::int64_t ts_ms) {
+        return await<result<std::size_t>>(
+            [&](auto done) { store_->delete_stats_before(ts_ms, std::move(done)); });
+    }
     status record_unauthorized(unauthorized_client entry) {
         return await<status>(
             [&](auto done) { store_->record_unauthorized(std::move(entry), std::move(done)); });

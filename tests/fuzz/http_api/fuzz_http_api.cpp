@@ -36,12 +36,14 @@
 #include "http/retained_msg_api.h"
 #include "http/router.h"
 #include "http/subscription_api.h"
+#include "http/timeseries_api.h"
 #include "http/unauthorized_client_api.h"
 #include "metrics/registry.h"
 #include "starling/metadata_store.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -155,6 +157,25 @@ class memory_store final : public metadata_store {
         unauthorized_.clear();
         done(n);
     }
+    void save_stats(std::vector<stats_point> points, done_callback done) override {
+        stats_.insert(stats_.end(), points.begin(), points.end());
+        done({});
+    }
+    void read_stats(stats_query q, callback<std::vector<stats_point>> done) override {
+        std::vector<stats_point> out;
+        for (const auto& p : stats_) {
+            if (out.size() < q.limit && p.ts_ms >= q.start_ms && p.ts_ms <= q.end_ms &&
+                (q.entity_id.empty() || p.entity_id == q.entity_id) &&
+                std::find(q.keys.begin(), q.keys.end(), p.key) != q.keys.end()) {
+                out.push_back(p);
+            }
+        }
+        done(std::move(out));
+    }
+    void delete_stats_before(std::int64_t ts, callback<std::size_t> done) override {
+        done(static_cast<std::size_t>(
+            std::erase_if(stats_, [ts](const stats_point& p) { return p.ts_ms < ts; })));
+    }
     void put_setting(std::string, std::string, done_callback done) override { done({}); }
     void get_setting(std::string, callback<std::optional<std::string>> done) override {
         done(std::optional<std::string>());
@@ -166,6 +187,13 @@ class memory_store final : public metadata_store {
     void clear() {
         credentials_.clear();
         unauthorized_.clear();
+        // Two nodes' points, in read_stats order (key, ts, entity), for /api/timeseries.
+        stats_.clear();
+        for (std::int64_t ts : {0, 60000, 120000}) {
+            for (const char* node : {"n1", "n2"}) {
+                stats_.push_back({.entity_id = node, .key = "sessions", .ts_ms = ts, .value = ts});
+            }
+        }
         for (const auto* id : {"dev-1", "plant/7+a b"}) {
             unauthorized_[id] = unauthorized_client{
                 .client_id = id, .ip_address = "10.0.0.1", .ts_ms = 1, .reason = "r"};
@@ -174,6 +202,7 @@ class memory_store final : public metadata_store {
 
   private:
     std::map<std::string, client_credentials> credentials_;
+    std::vector<stats_point> stats_;
     std::map<std::string, unauthorized_client> unauthorized_;
 };
 
@@ -188,6 +217,7 @@ struct fixture {
         http::add_quota_routes(routes, nullptr, std::string(token));
         http::add_unauthorized_client_routes(routes, store, std::string(token));
         http::add_app_shared_subs_routes(routes, store, std::string(token));
+        http::add_timeseries_routes(routes, store, std::string(token));
         http::add_retained_msg_routes(
             routes,
             http::retained_msg_api{
