@@ -747,10 +747,14 @@ def check_k8s(path, dockerfile, expect_replicas):
         problem("StatefulSet: STARLING_DATA_DIR is not /data")
     if "TB_SERVICE_ID" not in env:
         problem("StatefulSet: TB_SERVICE_ID (stable node id) is not set")
-    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+    # Liveness (and start-up, which gates it) must never depend on a store: a store outage
+    # would restart every pod at once. Readiness carries the stores.
+    for probe, path in (("startupProbe", "/actuator/health/liveness"),
+                        ("readinessProbe", "/actuator/health/readiness"),
+                        ("livenessProbe", "/actuator/health/liveness")):
         get = c.get(probe, {}).get("httpGet", {})
-        if get.get("path") != "/actuator/health" or get.get("port") not in ("http", want_http):
-            problem(f"StatefulSet: {probe} must GET /actuator/health on the http port")
+        if get.get("path") != path or get.get("port") not in ("http", want_http):
+            problem(f"StatefulSet: {probe} must GET {path} on the http port")
     check_drain_budget(pod.get("terminationGracePeriodSeconds", 30), env, "StatefulSet")
     mounts = {m["mountPath"]: m["name"] for m in c.get("volumeMounts", [])}
     claims = {t["metadata"]["name"] for t in spec.get("volumeClaimTemplates", [])}

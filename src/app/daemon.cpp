@@ -14,6 +14,7 @@
 #include "app/retained_admin.h"
 #include "app/security.h"
 #include "broker/blocked_clients_log.h"
+#include "broker/loop_watch.h"
 #include "broker/mqtt_connection.h"
 #include "broker/node.h"
 #include "broker/node_directory.h"
@@ -46,8 +47,12 @@
 #include "net/tls_transport.h"
 #include "net/ws_transport.h"
 
+#include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -315,6 +320,9 @@ struct daemon::parts {
     // after the node (its follower applies records to it) and before the list it fills.
     std::unique_ptr<broker::blocked_clients_log> blocked_log;
     std::unique_ptr<broker::node> node;
+    // Liveness of the node's timer thread and client dispatcher (/actuator/health/liveness);
+    // stopped before the node (and destroyed before it: declared after it).
+    std::unique_ptr<broker::loop_watch> loops;
     // The statistics series of /api/timeseries; stopped before the node whose timers it uses.
     std::unique_ptr<broker::stats_recorder> stats;
     // /api/client-session's view of and actions on the node's sessions; after the node, before
@@ -355,6 +363,35 @@ void daemon::start() {
     spdlog::info("file descriptors: limit {}, {} kept free for the stores", descriptor_limit,
                  fd_reserve);
 
+    // HTTP first, with the health endpoints alone: while the node waits for its stores and
+    // loads its state, probes get answers — liveness UP, readiness OUT_OF_SERVICE with the
+    // reason — instead of a refused connection. The full table replaces it once the node runs.
+    p.io = std::make_unique<net::io_pool>("io", cfg_.listener.io_threads);
+    p.io->start();
+    auto& listener_probe = p.metrics.listener();
+    auto http_options = [&](std::string name) {
+        http::server_options o;
+        o.name = name;
+        o.max_connections = cfg_.server.max_connections;
+        o.max_connections_per_address = cfg_.server.max_connections_per_address;
+        o.reserved_health_connections = cfg_.server.health_reserved_connections;
+        o.on_refused = [&listener_probe, name](std::string_view reason) {
+            listener_probe.http_connection_refused(name, reason);
+        };
+        return o;
+    };
+    {
+        http::router health_only;
+        http::add_actuator_routes(health_only, p.health, p.metrics);
+        p.http = std::make_unique<http::server>(p.io->context(), std::move(health_only),
+                                                http_options("http"));
+        if (auto st = p.http->start(cfg_.server.address, cfg_.server.port); !st) {
+            throw std::runtime_error("server.port: cannot listen on " + cfg_.server.address + ":" +
+                                     std::to_string(cfg_.server.port) + ": " +
+                                     st.error().message());
+        }
+    }
+
     const bool cluster = cfg_.starling.mode == config::run_mode::cluster;
     if (cluster) {
         // Cluster mode: the log is Kafka, device inboxes are in Redis, metadata in PostgreSQL.
@@ -371,14 +408,16 @@ void daemon::start() {
         // A bad bootstrap list or a Kafka that is down would otherwise surface as a topic
         // creation error; a metadata round trip, bounded by the admin timeout, names the cause.
         const auto msg_all = broker::topic_names(cfg_.queue.kafka.kafka_prefix).msg_all();
-        if (auto probe = p.kafka_log->partition_count(msg_all);
-            !probe && probe.error() != std::errc::no_such_file_or_directory) {
-            throw std::runtime_error(
-                "queue.kafka.bootstrap.servers: Kafka at \"" + cfg_.queue.kafka.bootstrap_servers +
-                "\" did not answer within " +
-                std::to_string(cfg_.queue.kafka.admin_command_timeout.count()) +
-                " s (queue.kafka.admin.command-timeout): " + probe.error().message());
-        }
+        wait_for_store("Kafka", [&]() -> std::optional<std::string> {
+            auto probe = p.kafka_log->partition_count(msg_all);
+            if (probe || probe.error() == std::errc::no_such_file_or_directory) {
+                return std::nullopt;
+            }
+            return "queue.kafka.bootstrap.servers: Kafka at \"" +
+                   cfg_.queue.kafka.bootstrap_servers + "\" did not answer within " +
+                   std::to_string(cfg_.queue.kafka.admin_command_timeout.count()) +
+                   " s (queue.kafka.admin.command-timeout): " + probe.error().message();
+        });
     } else {
         spdlog::info("starting node {} in embedded mode, data in {}", cfg_.service.id,
                      data_dir.string());
@@ -456,6 +495,20 @@ void daemon::start() {
         p.quota->start();
     }
     auto& node_core = p.node->core();
+    p.loops = std::make_unique<broker::loop_watch>(node_core.timers(), node_core.dispatcher(),
+                                                   system_clock::instance());
+    p.loops->start();
+    p.health.add_liveness("eventLoops", [loops = p.loops.get()] {
+        http::component_health h;
+        for (const auto& loop : loops->check()) {
+            h.details[loop.name] = {{"sinceBeatMs", loop.since_beat.count()},
+                                    {"stalled", loop.stalled}};
+            if (loop.stalled) {
+                h.status = http::health_status::down;
+            }
+        }
+        return h;
+    });
     if (cfg_.historical_data_report.enabled) {
         p.stats = std::make_unique<broker::stats_recorder>(
             broker::stats_recorder_options{.node_id = cfg_.service.id,
@@ -486,9 +539,8 @@ void daemon::start() {
 
     // Authentication: credentials upserted, providers and blocked clients ready before any
     // listener opens.
-    // The I/O pool starts first: the JWT (JWKS) and HTTP providers run their requests on it.
-    p.io = std::make_unique<net::io_pool>("io", cfg_.listener.io_threads);
-    p.io->start();
+    // The I/O pool (started first of all, below the descriptor limit) also runs the JWT (JWKS)
+    // and HTTP providers' requests.
     p.security = build_security(cfg_, *p.metadata_port, p.node->core().timers(), p.metrics.auth(),
                                 p.io->context().get_executor());
     if (p.security.jwt != nullptr) {
@@ -521,18 +573,6 @@ void daemon::start() {
 
     // HTTP and MQTT listeners on the same I/O pool. With server.api.port the management API
     // gets a server (and connection slots) of its own; health and metrics stay on server.port.
-    auto& listener_probe = p.metrics.listener();
-    auto http_options = [&](std::string name) {
-        http::server_options o;
-        o.name = name;
-        o.max_connections = cfg_.server.max_connections;
-        o.max_connections_per_address = cfg_.server.max_connections_per_address;
-        o.reserved_health_connections = cfg_.server.health_reserved_connections;
-        o.on_refused = [&listener_probe, name](std::string_view reason) {
-            listener_probe.http_connection_refused(name, reason);
-        };
-        return o;
-    };
     http::router routes;
     http::router api_routes;
     auto& api = cfg_.server.api_port ? api_routes : routes;
@@ -595,12 +635,7 @@ void daemon::start() {
                      },
                  .now_ms = [] { return system_clock::instance().epoch_ms(); },
                  .access = access});
-    p.http =
-        std::make_unique<http::server>(p.io->context(), std::move(routes), http_options("http"));
-    if (auto st = p.http->start(cfg_.server.address, cfg_.server.port); !st) {
-        throw std::runtime_error("server.port: cannot listen on " + cfg_.server.address + ":" +
-                                 std::to_string(cfg_.server.port) + ": " + st.error().message());
-    }
+    p.http->replace_routes(std::move(routes));
     if (cfg_.server.api_port) {
         p.http_api = std::make_unique<http::server>(p.io->context(), std::move(api_routes),
                                                     http_options("api"));
@@ -772,6 +807,9 @@ void daemon::stop() {
     if (p.stats) {
         p.stats->stop();
     }
+    if (p.loops) {
+        p.loops->stop();
+    }
     if (p.nodes) {
         p.nodes->stop();  // this node leaves /api/app/cluster-info
     }
@@ -869,12 +907,16 @@ void daemon::open_cluster_stores() {
     }
     redis_cfg.default_ttl = std::chrono::duration_cast<std::chrono::milliseconds>(
         cfg_.mqtt.persistent_session.device.persisted_messages.ttl);
-    auto inbox = adapters::redis::open_redis_device_inbox(redis_cfg, system_clock::instance());
-    if (!inbox) {
-        throw std::runtime_error("redis.standalone: cannot use Redis at " + redis_cfg.host + ":" +
-                                 std::to_string(redis_cfg.port) + ": " + inbox.error().message());
-    }
-    p.redis_inbox = std::move(inbox.value());
+    const std::string redis_at = redis_cfg.host + ":" + std::to_string(redis_cfg.port);
+    wait_for_store("Redis", [&]() -> std::optional<std::string> {
+        auto inbox = adapters::redis::open_redis_device_inbox(redis_cfg, system_clock::instance());
+        if (!inbox) {
+            return "redis.standalone: cannot use Redis at " + redis_at + ": " +
+                   inbox.error().message();
+        }
+        p.redis_inbox = std::move(inbox.value());
+        return std::nullopt;
+    });
     p.inbox_port = p.redis_inbox.get();
 
     // Cluster-wide rate-limit buckets (rate-limits.device-persisted-messages): the same Redis,
@@ -888,27 +930,68 @@ void daemon::open_cluster_stores() {
     counters_cfg.connect_timeout = redis_cfg.connect_timeout;
     counters_cfg.command_timeout = redis_cfg.command_timeout;
     counters_cfg.key_prefix = redis_cfg.key_prefix;
-    auto counters =
-        adapters::redis::open_redis_shared_counters(counters_cfg, system_clock::instance());
-    if (!counters) {
-        throw std::runtime_error("redis.standalone: cannot use Redis at " + redis_cfg.host + ":" +
-                                 std::to_string(redis_cfg.port) + ": " +
-                                 counters.error().message());
-    }
-    p.counters = std::move(counters.value());
+    wait_for_store("Redis", [&]() -> std::optional<std::string> {
+        auto counters =
+            adapters::redis::open_redis_shared_counters(counters_cfg, system_clock::instance());
+        if (!counters) {
+            return "redis.standalone: cannot use Redis at " + redis_at + ": " +
+                   counters.error().message();
+        }
+        p.counters = std::move(counters.value());
+        return std::nullopt;
+    });
 
     adapters::postgres::postgres_metadata_store::tuning metadata_tuning;
     metadata_tuning.unauthorized = unauthorized_options_of(cfg_);
-    auto metadata = adapters::postgres::postgres_metadata_store::open(
-        cfg_.spring.datasource, system_clock::instance(), metadata_tuning);
-    if (!metadata) {
-        throw std::runtime_error("spring.datasource.url: cannot use PostgreSQL: " +
-                                 metadata.error().message());
-    }
-    p.postgres_metadata = std::move(metadata.value());
+    wait_for_store("PostgreSQL", [&]() -> std::optional<std::string> {
+        auto metadata = adapters::postgres::postgres_metadata_store::open(
+            cfg_.spring.datasource, system_clock::instance(), metadata_tuning);
+        if (!metadata) {
+            return "spring.datasource.url: cannot use PostgreSQL: " + metadata.error().message();
+        }
+        p.postgres_metadata = std::move(metadata.value());
+        return std::nullopt;
+    });
     p.metadata_port = p.postgres_metadata.get();
     // Nothing local holds data_dir in cluster mode; only the listeners file lives there.
     std::filesystem::remove(cfg_.starling.data_dir / "listeners.json");
+}
+
+void daemon::wait_for_store(std::string_view what,
+                            const std::function<std::optional<std::string>()>& attempt) {
+    auto& p = *parts_;
+    std::chrono::milliseconds pause = std::chrono::seconds(1);
+    for (int tries = 1;; ++tries) {
+        auto error = attempt();
+        if (!error) {
+            if (tries > 1) {
+                spdlog::info("{} answered after {} tries; start-up goes on", what, tries);
+                p.health.remove("startup");
+            }
+            return;
+        }
+        spdlog::warn("{} (try {}); trying again in {} s, not ready until then", *error, tries,
+                     pause.count() / 1000);
+        p.health.remove("startup");
+        p.health.add("startup", [waiting = std::string(what), why = *error, tries] {
+            return http::component_health{
+                http::health_status::out_of_service,
+                {{"waitingFor", waiting}, {"error", why}, {"tries", tries}}};
+        });
+        // The pause is a wait for the stop signals (blocked in every thread, see main.cpp), so
+        // a node told to stop while it waits stops at once.
+        sigset_t stop_signals;
+        sigemptyset(&stop_signals);
+        sigaddset(&stop_signals, SIGTERM);
+        sigaddset(&stop_signals, SIGINT);
+        const timespec timeout{.tv_sec = static_cast<time_t>(pause.count() / 1000), .tv_nsec = 0};
+        const int sig = sigtimedwait(&stop_signals, nullptr, &timeout);
+        if (sig == SIGTERM || sig == SIGINT) {
+            throw start_interrupted(std::string(sig == SIGTERM ? "SIGTERM" : "SIGINT") +
+                                    " while waiting for " + std::string(what));
+        }
+        pause = std::min<std::chrono::milliseconds>(pause * 2, std::chrono::seconds(30));
+    }
 }
 
 }  // namespace starling::app

@@ -9,22 +9,40 @@
 
 #include "config/broker_config.h"
 
+#include <functional>
 #include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
 
 namespace starling::app {
+
+// SIGTERM or SIGINT arrived while start() waited for a store: nothing is serving yet, so the
+// caller stops the daemon and exits cleanly.
+struct start_interrupted : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
 
 class daemon {
   public:
     explicit daemon(config::broker_config cfg);
     ~daemon();
 
-    // Throws std::runtime_error naming what could not start.
+    // Throws std::runtime_error naming what could not start. In cluster mode a store that does
+    // not answer is waited for (retried with backoff, reported by /actuator/health as
+    // OUT_OF_SERVICE with the reason) rather than fatal; a signal then throws start_interrupted.
     void start();
     void stop();
 
   private:
     void open_embedded_stores();  // SQLite device inbox and metadata under data_dir
     void open_cluster_stores();   // Redis device inbox, PostgreSQL metadata
+    // Runs `attempt` (nullopt = done, else the error to log and report) until it succeeds,
+    // pausing 1 s doubling to 30 s between tries; the pause ends early on SIGTERM/SIGINT,
+    // which throws start_interrupted.
+    void wait_for_store(std::string_view what,
+                        const std::function<std::optional<std::string>()>& attempt);
     struct parts;
     config::broker_config cfg_;
     std::unique_ptr<parts> parts_;

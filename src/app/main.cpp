@@ -60,7 +60,16 @@ int main(int argc, char** argv) {
 
     try {
         app::daemon d(cfg);
-        d.start();
+        try {
+            d.start();
+        } catch (const app::start_interrupted& e) {
+            // Told to stop while waiting for a store: nothing was serving, nothing to drain.
+            spdlog::info("{}: stopping before start-up finished", e.what());
+            d.stop();
+            spdlog::info("stopped");
+            spdlog::shutdown();
+            return 0;
+        }
         int sig = 0;
         sigwait(&signals, &sig);
         spdlog::info("received {}, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");

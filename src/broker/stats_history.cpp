@@ -129,6 +129,9 @@ void stats_recorder::start() {
 
 void stats_recorder::stop() {
     std::lock_guard lock(state_->mutex);
+    if (state_->stopped) {
+        return;  // the destructor's call after stop(): the timer service may be gone by then
+    }
     state_->stopped = true;
     state_->timers.cancel(state_->timer);
 }

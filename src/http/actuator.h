@@ -2,6 +2,9 @@
 
 // The Spring-Boot-style actuator endpoints TBMQ exposes, on Starling's router:
 //   GET /actuator/health      the health registry's report; 200 when UP or DEGRADED, else 503
+//   GET /actuator/health/readiness  the same report (Kubernetes' readinessProbe)
+//   GET /actuator/health/liveness   the event loops only, never the stores: 200 unless a loop
+//                                   is stuck (Kubernetes' livenessProbe)
 //   GET /actuator/prometheus  metrics::registry::serialize(), text format 0.0.4
 
 #include "http/health.h"

@@ -68,19 +68,13 @@ lifecycle health_registry::current_lifecycle() const {
     return lifecycle_;
 }
 
-health_report health_registry::evaluate() const {
-    // Copy the checks so none runs under the lock: a slow or re-entrant check must not block
-    // registration or another scrape.
-    std::vector<std::pair<std::string, check>> checks;
-    lifecycle state{};
-    {
-        std::lock_guard lock(mutex_);
-        checks.assign(checks_.begin(), checks_.end());
-        state = lifecycle_;
-    }
+namespace {
 
+// Runs `checks` into a report whose status starts at `initial` and is the worst of them all.
+health_report run_checks(const std::vector<std::pair<std::string, health_registry::check>>& checks,
+                         health_status initial) {
     health_report report;
-    report.status = state == lifecycle::running ? health_status::up : health_status::out_of_service;
+    report.status = initial;
     auto components = nlohmann::json::object();
     for (const auto& [name, fn] : checks) {
         component_health health;
@@ -102,6 +96,42 @@ health_report health_registry::evaluate() const {
     report.body = nlohmann::json::object();
     report.body["status"] = to_string(report.status);
     report.body["components"] = std::move(components);
+    return report;
+}
+
+}  // namespace
+
+health_report health_registry::evaluate() const {
+    // Copy the checks so none runs under the lock: a slow or re-entrant check must not block
+    // registration or another scrape.
+    std::vector<std::pair<std::string, check>> checks;
+    lifecycle state{};
+    {
+        std::lock_guard lock(mutex_);
+        checks.assign(checks_.begin(), checks_.end());
+        state = lifecycle_;
+    }
+    return run_checks(
+        checks, state == lifecycle::running ? health_status::up : health_status::out_of_service);
+}
+
+bool health_registry::add_liveness(std::string name, check fn) {
+    std::lock_guard lock(mutex_);
+    return liveness_checks_.emplace(std::move(name), std::move(fn)).second;
+}
+
+health_report health_registry::evaluate_liveness() const {
+    std::vector<std::pair<std::string, check>> checks;
+    {
+        std::lock_guard lock(mutex_);
+        checks.assign(liveness_checks_.begin(), liveness_checks_.end());
+    }
+    auto report = run_checks(checks, health_status::up);
+    // Only DOWN means "restart me": a DEGRADED loop is slow, not dead.
+    if (report.status != health_status::down) {
+        report.status = health_status::up;
+        report.body["status"] = to_string(report.status);
+    }
     return report;
 }
 

@@ -78,9 +78,17 @@ class health_registry {
     // Runs every check. A check that throws reports DOWN with the exception's message.
     health_report evaluate() const;
 
+    // Liveness (GET /actuator/health/liveness): whether the process itself works — its event
+    // loops answer — whatever the state of the stores it talks to, so a store outage never
+    // gets a node restarted. Its own checks; neither the lifecycle nor the readiness checks
+    // above count. UP, or DOWN when a liveness check is DOWN.
+    bool add_liveness(std::string name, check fn);
+    health_report evaluate_liveness() const;
+
   private:
     mutable std::mutex mutex_;
     std::map<std::string, check, std::less<>> checks_;
+    std::map<std::string, check, std::less<>> liveness_checks_;
     lifecycle lifecycle_ = lifecycle::starting;
 };
 

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -50,7 +51,7 @@ class session;
 struct server::state : std::enable_shared_from_this<server::state> {
     state(net::io_context& io_context, router table, server_options opts)
         : io(io_context),
-          routes(std::move(table)),
+          routes(std::make_shared<const router>(std::move(table))),
           options(opts),
           acceptor(net::make_strand(io_context)),
           retry_timer(acceptor.get_executor()) {}
@@ -60,7 +61,9 @@ struct server::state : std::enable_shared_from_this<server::state> {
     void forget(session* s);
 
     net::io_context& io;
-    const router routes;
+    // Replaced once at most, when the start-up's health-only table gives way to the full one
+    // (server::replace_routes); a request holds the table it was dispatched on.
+    std::atomic<std::shared_ptr<const router>> routes;
     const server_options options;
     tcp::acceptor acceptor;         // after start(): touched only on its strand
     net::steady_timer retry_timer;  // on the acceptor's strand
@@ -161,7 +164,8 @@ class session : public std::enable_shared_from_this<session> {
             net::post(self->stream_.get_executor(),
                       [self, res = std::move(res)]() mutable { self->send(std::move(res)); });
         };
-        owner_->routes.dispatch(req, respond);
+        const auto table = owner_->routes.load();
+        table->dispatch(req, respond);
     }
 
     void send(response res) {
@@ -400,6 +404,10 @@ void server::stop() {
             s->stop();
         }
     }
+}
+
+void server::replace_routes(router routes) {
+    state_->routes.store(std::make_shared<const router>(std::move(routes)));
 }
 
 std::size_t server::connection_count() const {

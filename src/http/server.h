@@ -80,6 +80,11 @@ class server {
     // Connections currently open.
     std::size_t connection_count() const;
 
+    // Serves `routes` from now on (requests already dispatched finish on the old table). The
+    // daemon starts the server with the health endpoints alone, so probes get answers while it
+    // waits for its stores and loads its state, then hands over the full table. Thread-safe.
+    void replace_routes(router routes);
+
     struct state;
 
   private:

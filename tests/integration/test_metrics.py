@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import time
+import urllib.request
 
 import pytest
 
@@ -28,6 +30,25 @@ def test_health_is_up(broker):
     status, body = broker.health()
     assert status == 200
     assert isinstance(body, dict) and body.get("status") == "UP", body
+
+
+def test_probes_split_liveness_from_readiness(broker):
+    """Kubernetes' probes: readiness is the full report; liveness only the event loops (the
+    timer thread and the client dispatcher beat, so a stuck loop, not a store, restarts a pod)."""
+    def get(path: str) -> tuple[int, dict]:
+        with urllib.request.urlopen(f"http://{broker.host}:{broker.http_port}{path}",
+                                    timeout=5) as resp:
+            return resp.status, json.loads(resp.read())
+
+    status, ready = get("/actuator/health/readiness")
+    assert status == 200 and ready["status"] == "UP"
+    assert {"messageLog", "deviceInbox", "metadataStore"} <= set(ready["components"])
+    status, live = get("/actuator/health/liveness")
+    assert status == 200 and live["status"] == "UP"
+    assert set(live["components"]) == {"eventLoops"}  # no store among them
+    loops = live["components"]["eventLoops"]["details"]
+    assert set(loops) == {"timers", "clientDispatcher"}
+    assert all(not loop["stalled"] for loop in loops.values())
 
 
 def test_prometheus_endpoint_parses(broker):

@@ -104,7 +104,9 @@ class Broker:
         raise NotImplementedError
 
     # -- lifecycle
-    def start(self) -> "Broker":
+    def start(self, wait_ready: bool = True) -> "Broker":
+        """Starts the process and waits until it serves (unless `wait_ready` is false: then
+        call wait_until_ready() later)."""
         assert not self.running, "broker already running"
         self._before_start()
         log = open(self.log_path, "ab")
@@ -121,7 +123,12 @@ class Broker:
         )
         log.close()
         self.starts += 1
-        self._wait_ready(time.monotonic() + STARTUP_TIMEOUT_S)
+        if wait_ready:
+            self.wait_until_ready()
+        return self
+
+    def wait_until_ready(self, timeout: float = STARTUP_TIMEOUT_S) -> "Broker":
+        self._wait_ready(time.monotonic() + timeout)
         return self
 
     @property

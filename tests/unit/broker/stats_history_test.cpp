@@ -70,15 +70,18 @@ class recording_store final : public metadata_store {
   public:
     void save_stats(std::vector<stats_point> points, done_callback done) override {
         std::unique_lock lock(mutex_);
-        saves_.push_back(std::move(points));
         if (hold_) {
+            saves_.push_back(std::move(points));
             held_.push_back(std::move(done));
             changed_.notify_all();
             return;
         }
-        changed_.notify_all();
+        // Completed before it is recorded: a waiter that sees the save sees its completion too.
         lock.unlock();
         done({});
+        lock.lock();
+        saves_.push_back(std::move(points));
+        changed_.notify_all();
     }
     void delete_stats_before(std::int64_t ts_ms, callback<std::size_t> done) override {
         {

@@ -118,6 +118,30 @@ TEST(http_disk_space_health, down_while_refusing_degraded_while_slowed) {
     EXPECT_EQ(report.body["components"]["diskSpace"]["details"]["free"], 50);
 }
 
+TEST(http_health_registry, liveness_ignores_the_stores_and_the_lifecycle) {
+    health_registry health;  // starting: readiness is OUT_OF_SERVICE
+    ASSERT_TRUE(health.add("metadataStore", [] {
+        return component_health{health_status::down, {}};
+    }));
+    auto live = health.evaluate_liveness();
+    EXPECT_EQ(live.status, health_status::up);
+    EXPECT_TRUE(live.body["components"].empty());
+    EXPECT_EQ(health.evaluate().status, health_status::down);
+
+    health_status loops = health_status::degraded;
+    ASSERT_TRUE(health.add_liveness("eventLoops", [&] { return component_health{loops, {}}; }));
+    EXPECT_FALSE(health.add_liveness("eventLoops", [] { return component_health{}; }));
+    live = health.evaluate_liveness();
+    EXPECT_EQ(live.status, health_status::up);  // slow is not dead
+    EXPECT_EQ(live.body["status"], "UP");
+    EXPECT_EQ(live.body["components"]["eventLoops"]["status"], "DEGRADED");
+    loops = health_status::down;
+    live = health.evaluate_liveness();
+    EXPECT_EQ(live.status, health_status::down);
+    EXPECT_EQ(live.body["status"], "DOWN");
+    EXPECT_FALSE(health.evaluate().body["components"].contains("eventLoops"));
+}
+
 TEST(http_health_status, names_and_serving) {
     EXPECT_EQ(to_string(health_status::up), "UP");
     EXPECT_EQ(to_string(health_status::degraded), "DEGRADED");
