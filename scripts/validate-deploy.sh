@@ -134,6 +134,33 @@ if ((install)); then
     else
         echo "validate-deploy: no go on PATH; kubeconform, compose-go and helm are not installed"
     fi
+    # promtool and haproxy from Debian's own packages, unpacked into the cache (no service is
+    # installed or started): the prometheus package ships promtool; haproxy needs two libraries
+    # Debian does not install by default, unpacked next to it.
+    if command -v apt-get >/dev/null 2>&1 && command -v dpkg >/dev/null 2>&1; then
+        debs="$cache/debs"
+        mkdir -p "$debs"
+        unpack() { # package... -> unpacked under $debs/root
+            (cd "$debs" && apt-get download "$@" >/dev/null 2>&1 || true
+                for deb in "$debs"/*.deb; do [[ -f "$deb" ]] && dpkg -x "$deb" "$debs/root"; done
+                rm -f "$debs"/*.deb)
+        }
+        if ! find_tool promtool >/dev/null; then
+            unpack prometheus
+            [[ -x "$debs/root/usr/bin/promtool" ]] && ln -sf "$debs/root/usr/bin/promtool" "$cache/bin/promtool" ||
+                echo "validate-deploy: promtool did not install (apt-get download prometheus)"
+        fi
+        if ! find_tool haproxy >/dev/null; then
+            unpack haproxy liblua5.3-0 libopentracing-c-wrapper0 libopentracing1
+            if [[ -x "$debs/root/usr/sbin/haproxy" ]]; then
+                printf '#!/bin/sh\nLD_LIBRARY_PATH="%s" exec "%s" "$@"\n' \
+                    "$debs/root/usr/lib/x86_64-linux-gnu" "$debs/root/usr/sbin/haproxy" >"$cache/bin/haproxy"
+                chmod +x "$cache/bin/haproxy"
+            else
+                echo "validate-deploy: haproxy did not install (apt-get download haproxy)"
+            fi
+        fi
+    fi
     if ((runtime_rootfs)) && ! command -v debootstrap >/dev/null 2>&1 && [[ $(id -u) -eq 0 ]]; then
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap ||
             echo "validate-deploy: debootstrap did not install"
@@ -161,6 +188,8 @@ helm="$(find_tool helm)"
 compose_spec=""
 [[ -x "$cache/bin/compose-spec" ]] && compose_spec="$cache/bin/compose-spec"
 kubectl="$(find_tool kubectl)"
+promtool="$(find_tool promtool)"
+haproxy="$(find_tool haproxy)"
 kustomize="$(find_tool kustomize)"
 install_hint="run scripts/validate-deploy.sh --install"
 
@@ -530,9 +559,16 @@ def check_compose(path):
         if port not in ports:
             problem(f"compose: `starling` does not publish {port[1:]}")
     for name, svc in services.items():
-        if name != "starling" and "cluster" not in (svc.get("profiles") or []):
-            problem(f"compose: service {name} belongs to the cluster layout but has no "
-                    "`cluster` profile")
+        profiles = svc.get("profiles") or []
+        if name != "starling" and "cluster" not in profiles and "monitoring" not in profiles:
+            problem(f"compose: service {name} has neither the `cluster` nor the `monitoring` "
+                    "profile (only the embedded node starts without one)")
+        for v in svc.get("volumes", []):
+            src = str(v).split(":")[0]
+            if src.startswith("."):
+                full = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(path)), src))
+                if not os.path.exists(full):
+                    problem(f"compose: {name} mounts {src}, which does not exist")
         if "starling" in str(svc.get("image", "")):
             svc_env = svc.get("environment", {})
             check_env_names(svc_env.keys(), f"compose service {name}")
@@ -541,8 +577,10 @@ def check_compose(path):
             if name != "starling" and svc_env.get("STARLING_MODE") != "cluster":
                 problem(f"compose: {name} is in the cluster layout but not STARLING_MODE=cluster")
     nodes = check_compose_cluster(services)
+    monitoring = sum("monitoring" in (s.get("profiles") or []) for s in services.values())
     finish(f"{len(services)} services; embedded node by default, "
-           f"{len(services) - 1} behind the cluster profile ({nodes} cluster nodes)")
+           f"{len(services) - 1 - monitoring} behind the cluster profile ({nodes} cluster "
+           f"nodes), {monitoring} behind the monitoring profile")
 
 
 # What a cluster node needs: the variables naming the external services (docs/clustering.md).
@@ -847,9 +885,20 @@ def mqtt_read(sock):
     return head[0], body
 
 
-def mqtt_connect(port, client_id):
+def proxy_v2_header(source_port, destination_port):
+    """A PROXY protocol v2 header for a TCP/IPv4 connection 127.0.0.1 -> 127.0.0.1 (what
+    HAProxy's send-proxy-v2 writes first on every connection to a node)."""
+    loopback = bytes([127, 0, 0, 1])
+    return (b"\r\n\r\n\x00\r\nQUIT\n" + bytes([0x21, 0x11]) + (12).to_bytes(2, "big") +
+            loopback + loopback + source_port.to_bytes(2, "big") +
+            destination_port.to_bytes(2, "big"))
+
+
+def mqtt_connect(port, client_id, proxy_header=False):
     import socket
     sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    if proxy_header:
+        sock.sendall(proxy_v2_header(sock.getsockname()[1], port))
     cid = client_id.encode()
     body = (b"\x00\x04MQTT\x04\x02\x00\x3c" + len(cid).to_bytes(2, "big") + cid)
     sock.sendall(mqtt_packet(0x10, body))
@@ -1006,13 +1055,43 @@ def compose_value(value):
     return re.sub(r"\$\{[A-Z0-9_]+:-([^}]*)\}", r"\1", str(value))
 
 
-def cluster_smoke(compose, binary, scratch, kafka, redis, postgres):
+def local_haproxy_config(cfg_path, ports, frontends):
+    """docker/haproxy/haproxy.cfg for processes on this machine: Docker's resolver dropped, the
+    frontends bound to loopback ports (`frontends`: container port -> local port) and each
+    node's server line pointed at that node's local MQTT/WebSocket and HTTP (check) ports."""
+    text = open(cfg_path).read()
+    text = re.sub(r"(?ms)^resolvers docker\n.*?(?=^\S)", "", text)
+    text = text.replace(" resolvers docker", "").replace(" init-addr last,libc,none", "")
+    # The container raises its descriptor limit for maxconn; a local process may not.
+    text = re.sub(r"(?m)^(\s*maxconn )\d+$", r"\g<1>1000", text)
+    for container_port, local_port in frontends.items():
+        text = re.sub(rf"(?m)^(\s*bind ):{container_port}$", rf"\g<1>127.0.0.1:{local_port}", text)
+
+    def server(m):
+        name, port = m.group(2), m.group(3)
+        node = ports[name]
+        local = node["mqtt_tcp"] if port == "1883" else node["mqtt_ws"]
+        rest = m.group(4).replace("check port 8083", f"check port {node['http']}")
+        return f"{m.group(1)}{name} 127.0.0.1:{local}{rest}"
+    return re.sub(r"(?m)^(\s*server )(\S+) \S+:(\d+)(.*)$", server, text)
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cluster_smoke(compose, binary, scratch, kafka, redis, postgres, haproxy=""):
     """Starts every node of the compose cluster profile as a local starlingd with that node's
     environment, the service hosts replaced by the given Kafka, Redis and PostgreSQL (a fresh
     topic prefix, schema and Redis db 15, so a shared development Kafka is not disturbed);
-    checks each becomes healthy, a QoS 1 PUBLISH on the first node reaches a subscriber on the
-    second (across Kafka), then SIGTERMs all nodes at once (as `docker compose stop` does)
-    and expects every one to exit 0."""
+    checks each becomes healthy and refuses a connection without the PROXY header (the nodes
+    sit behind HAProxy), a QoS 1 PUBLISH on the first node reaches a subscriber on the second
+    (across Kafka), and — with `haproxy` — runs HAProxy with docker/haproxy/haproxy.cfg pointed
+    at the local nodes and publishes through it too. Then SIGTERMs all nodes at once (as
+    `docker compose stop` does) and expects every one to exit 0."""
     import signal
     import socket
     import time
@@ -1025,6 +1104,7 @@ def cluster_smoke(compose, binary, scratch, kafka, redis, postgres):
     redis_host, _, redis_port = redis.rpartition(":")
     base = postgres.split("?")[0]
     procs = []
+    helpers = []  # HAProxy
     try:
         for i, name in enumerate(nodes):
             env = {k: compose_value(v) for k, v in services[name]["environment"].items()}
@@ -1062,15 +1142,22 @@ def cluster_smoke(compose, binary, scratch, kafka, redis, postgres):
                         f"(exit {proc.poll()}):\n{log.read()[-2000:]}")
                 return finish("")
         first, second = nodes[0], nodes[1]
+        # PROXY protocol required: a client speaking MQTT straight away is closed.
+        try:
+            mqtt_connect(ports[first]["mqtt_tcp"], f"deploy-smoke-direct-{tag}")
+            problem(f"{first} accepted a connection without the PROXY header")
+            return finish("")
+        except (OSError, RuntimeError, ValueError):
+            pass
         topic, payload = b"deploy/cluster", f"from {first} {tag}".encode()
-        sub = mqtt_connect(ports[second]["mqtt_tcp"], f"deploy-smoke-sub-{tag}")
+        sub = mqtt_connect(ports[second]["mqtt_tcp"], f"deploy-smoke-sub-{tag}", True)
         sub.sendall(mqtt_packet(0x82, b"\x00\x01" + len(topic).to_bytes(2, "big") + topic +
                                 b"\x01"))
         kind, body = mqtt_read(sub)
         if kind != 0x90 or body[2] != 1:
             problem(f"SUBACK on {second}: {kind:#x} {body!r}")
             return finish("")
-        pub = mqtt_connect(ports[first]["mqtt_tcp"], f"deploy-smoke-pub-{tag}")
+        pub = mqtt_connect(ports[first]["mqtt_tcp"], f"deploy-smoke-pub-{tag}", True)
         received = False
         # The subscription reaches the first node through Kafka (client.subscriptions): publish
         # until it arrives, each a QoS 1 PUBLISH the first node acknowledged.
@@ -1088,12 +1175,46 @@ def cluster_smoke(compose, binary, scratch, kafka, redis, postgres):
             except socket.timeout:
                 continue
             break
-        for sock in (pub, sub):
-            sock.sendall(b"\xe0\x00")
-            sock.close()
         if not received:
             problem(f"a QoS 1 PUBLISH acknowledged by {first} never reached the subscriber on "
                     f"{second}")
+        via_haproxy = "HAProxy not run (not installed)"
+        if haproxy and received:
+            mqtt_port = free_port()
+            cfg = os.path.join(scratch, "haproxy.cfg")
+            with open(cfg, "w") as out:
+                out.write(local_haproxy_config(
+                    os.path.join(ROOT, "docker/haproxy/haproxy.cfg"), ports,
+                    {"1883": mqtt_port, "8084": free_port(), "8404": free_port()}))
+            hlog = open(os.path.join(scratch, "haproxy.log"), "w+")
+            helpers.append(subprocess.Popen([haproxy, "-db", "-f", cfg], stdout=hlog,
+                                            stderr=subprocess.STDOUT))
+            # HAProxy's first health checks put the nodes in rotation: retry the connection.
+            relayed = False
+            for attempt in range(40):
+                try:
+                    via = mqtt_connect(mqtt_port, f"deploy-smoke-haproxy-{tag}")
+                except (OSError, RuntimeError, ValueError):
+                    time.sleep(0.5)
+                    continue
+                hpayload = f"through haproxy {tag}".encode()
+                via.sendall(mqtt_packet(0x32, len(topic).to_bytes(2, "big") + topic +
+                                        (1).to_bytes(2, "big") + hpayload))
+                kind, _ = mqtt_read(via)
+                sub.settimeout(10)
+                while not relayed:
+                    kind, body = mqtt_read(sub)
+                    relayed = kind & 0xF0 == 0x30 and body.endswith(hpayload)
+                via.sendall(b"\xe0\x00")
+                via.close()
+                break
+            if not relayed:
+                hlog.seek(0)
+                problem(f"no PUBLISH through HAProxy reached the subscriber:\n{hlog.read()[-1500:]}")
+            via_haproxy = "a QoS 1 PUBLISH through HAProxy (PROXY v2, readiness checks) delivered"
+        for sock in (pub, sub):
+            sock.sendall(b"\xe0\x00")
+            sock.close()
         for name, env, log, proc in procs:
             proc.send_signal(signal.SIGTERM)
         codes = []
@@ -1103,13 +1224,298 @@ def cluster_smoke(compose, binary, scratch, kafka, redis, postgres):
             if code != 0:
                 log.seek(0)
                 problem(f"{name}: exit status {code} after SIGTERM:\n{log.read()[-1500:]}")
-        finish(f"{len(nodes)} nodes {[p[1]['TB_SERVICE_ID'] for p in procs]} healthy, QoS 1 "
-               f"{first} -> {second} through Kafka, SIGTERM -> {codes}")
+        finish(f"{len(nodes)} nodes healthy and behind the PROXY protocol, QoS 1 {first} -> "
+               f"{second} through Kafka; {via_haproxy}; SIGTERM -> {codes}")
     finally:
-        for name, env, log, proc in procs:
+        for proc in helpers + [p[3] for p in procs]:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+
+
+# --- Monitoring: alerts, dashboard, Prometheus and HAProxy configuration --------------------
+PROMQL_WORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "bool", "and",
+                "or", "unless", "offset", "inf", "nan"}
+PROMQL_FUNCTIONS = {"sum", "max", "min", "avg", "count", "rate", "increase", "irate", "changes",
+                    "histogram_quantile", "clamp_min", "clamp_max", "time", "vector", "deriv",
+                    "abs", "topk", "bottomk", "label_replace", "delta", "quantile"}
+
+
+def documented_metrics():
+    """Metric names of docs/metrics.md's tables (first column), plus Prometheus' own `up`."""
+    names = {"up"}
+    for line in open(os.path.join(ROOT, "docs/metrics.md")):
+        m = re.match(r"\|\s*`([A-Za-z_:][A-Za-z0-9_:]*)`\s*\|\s*(counter|gauge|histogram|info)",
+                     line)
+        if m:
+            names.add(m.group(1))
+            if m.group(2) == "histogram":
+                names |= {m.group(1) + s for s in ("_bucket", "_sum", "_count")}
+    return names
+
+
+def expr_metrics(expr):
+    """Metric names an expression reads: identifiers followed by a selector or a range, or
+    standing alone, minus PromQL's keywords, functions and label names inside braces/by()."""
+    stripped = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)           # string literals
+    stripped = re.sub(r"\{[^}]*\}", "{}", stripped)                 # label matchers
+    stripped = re.sub(r"\b(by|without|on|ignoring)\s*\([^)]*\)", " ", stripped)  # label lists
+    stripped = re.sub(r"\[[^\]]*\]", "[]", stripped)                # ranges
+    names = set()
+    for m in re.finditer(r"(?<![\w.$])([A-Za-z_:][A-Za-z0-9_:]*)\s*(\()?", stripped):
+        word, call = m.group(1), m.group(2)
+        if call or word in PROMQL_WORDS or word in PROMQL_FUNCTIONS:
+            continue
+        names.add(word)
+    return names
+
+
+def check_metric_names(where, exprs, known):
+    for expr in exprs:
+        for name in sorted(expr_metrics(expr) - known):
+            problem(f"{where}: {name} (in {expr.strip()[:80]!r}) is not a metric of "
+                    "docs/metrics.md")
+
+
+def alert_rules(path):
+    doc = yaml.safe_load(open(path))
+    return [r for g in doc.get("groups", []) for r in g.get("rules", [])]
+
+
+def check_alerts(path):
+    """Every alert: a unique name, a severity of critical/warning/info, a summary and a
+    description, and only metrics docs/metrics.md describes."""
+    rules = alert_rules(path)
+    names = set()
+    for r in rules:
+        name = r.get("alert")
+        if not name:
+            problem(f"{path}: a rule without `alert` ({r.get('record')}); only alerts here")
+            continue
+        if name in names:
+            problem(f"{path}: alert {name} defined twice")
+        names.add(name)
+        if (r.get("labels") or {}).get("severity") not in ("critical", "warning", "info"):
+            problem(f"{path}: {name} has no severity critical, warning or info")
+        ann = r.get("annotations") or {}
+        for key in ("summary", "description"):
+            if not ann.get(key):
+                problem(f"{path}: {name} has no {key} annotation")
+        if 'job=~".*starling.*"' not in r.get("expr", ""):
+            problem(f"{path}: {name} does not select job=~\".*starling.*\"")
+    check_metric_names(path, [r.get("expr", "") for r in rules], documented_metrics())
+    finish(f"{len(rules)} alerts, every metric documented")
+
+
+def dashboard_exprs(dash):
+    out = []
+    for p in dash.get("panels", []):
+        for t in p.get("targets", []):
+            out.append((p.get("title"), t.get("expr", "")))
+    for v in dash.get("templating", {}).get("list", []):
+        q = v.get("query")
+        if isinstance(q, dict):
+            q = q.get("query")
+        if isinstance(q, str) and q.startswith("label_values("):
+            out.append((f"variable {v['name']}", q[len("label_values("):].rsplit(",", 1)[0]))
+    return out
+
+
+def concrete_expr(expr):
+    """A dashboard query with Grafana's variables replaced, so promtool can parse it."""
+    return (expr.replace("$__rate_interval", "5m").replace("$job", ".*")
+            .replace("$instance", ".*"))
+
+
+def check_dashboard(path, rules_out):
+    """Grafana's structure (unique ids, panels inside the 24-column grid without overlapping,
+    a query per target and datasource `${datasource}`), metrics from docs/metrics.md, and
+    each query written as a recording rule to rules_out for `promtool check rules`."""
+    dash = json.load(open(path))
+    for key in ("title", "uid", "panels", "templating", "schemaVersion"):
+        if key not in dash:
+            problem(f"{path}: no `{key}`")
+    ids, cells = set(), {}
+    variables = {v["name"] for v in dash.get("templating", {}).get("list", [])}
+    for want in ("datasource", "job", "instance"):
+        if want not in variables:
+            problem(f"{path}: no `{want}` variable")
+    for p in dash.get("panels", []):
+        pid, title = p.get("id"), p.get("title")
+        if pid in ids:
+            problem(f"{path}: panel id {pid} used twice")
+        ids.add(pid)
+        g = p.get("gridPos") or {}
+        if not all(isinstance(g.get(k), int) for k in ("x", "y", "w", "h")):
+            problem(f"{path}: panel {title!r} has no integer gridPos")
+            continue
+        if g["x"] < 0 or g["w"] < 1 or g["x"] + g["w"] > 24:
+            problem(f"{path}: panel {title!r} is outside the 24-column grid ({g})")
+        for x in range(g["x"], g["x"] + g["w"]):
+            for y in range(g["y"], g["y"] + g["h"]):
+                if (x, y) in cells:
+                    problem(f"{path}: panels {cells[(x, y)]!r} and {title!r} overlap")
+                    break
+                cells[(x, y)] = title
+            else:
+                continue
+            break
+        if p.get("type") == "row":
+            continue
+        if (p.get("datasource") or {}).get("uid") != "${datasource}":
+            problem(f"{path}: panel {title!r} does not use the ${{datasource}} variable")
+        refs = [t.get("refId") for t in p.get("targets", [])]
+        if not refs or len(set(refs)) != len(refs):
+            problem(f"{path}: panel {title!r} has no targets or repeats a refId")
+        for t in p.get("targets", []):
+            if not t.get("expr"):
+                problem(f"{path}: panel {title!r} has a target without a query")
+    exprs = dashboard_exprs(dash)
+    check_metric_names(path, [e for _, e in exprs], documented_metrics())
+    with open(rules_out, "w") as f:
+        yaml.safe_dump({"groups": [{"name": "dashboard", "rules": [
+            {"record": f"dashboard:query_{i}", "expr": concrete_expr(e)}
+            for i, (_, e) in enumerate(exprs)]}]}, f)
+    finish(f"{len(dash.get('panels', []))} panels, {len(exprs)} queries; grid, ids, "
+           "datasource and metric names checked")
+
+
+def check_prometheus_config(src, alerts, out):
+    """The Compose Prometheus configuration with its rule file pointed at the repository's
+    alerts, for `promtool check config`; its targets are the Compose services' HTTP ports."""
+    doc = yaml.safe_load(open(src))
+    if doc.get("rule_files") != ["/etc/prometheus/starling-alerts.yaml"]:
+        problem(f"{src}: rule_files should be /etc/prometheus/starling-alerts.yaml (the mount)")
+    compose = yaml.safe_load(open(os.path.join(ROOT, "docker/docker-compose.yml")))["services"]
+    for job in doc.get("scrape_configs", []):
+        if job.get("metrics_path") != "/actuator/prometheus":
+            problem(f"{src}: job {job.get('job_name')} does not scrape /actuator/prometheus")
+        targets = [t for sc in job.get("static_configs", []) for t in sc.get("targets", [])]
+        targets += [f"{name}:{sd.get('port')}" for sd in job.get("dns_sd_configs", [])
+                    for name in sd.get("names", [])]
+        hosts = {s.get("hostname") for s in compose.values()} | set(compose)
+        for target in targets:
+            host, _, port = target.rpartition(":")
+            if host not in hosts:
+                problem(f"{src}: target {target}: no Compose service or hostname {host}")
+            if port != "8083":
+                problem(f"{src}: target {target} is not the HTTP port 8083")
+        nodes = {s.get("hostname") or n for n, s in compose.items()
+                 if "starling" in str(s.get("image"))}
+        missing = nodes - {t.rpartition(":")[0] for t in targets}
+        if missing:
+            problem(f"{src}: job {job.get('job_name')} does not scrape {sorted(missing)}")
+    prom = compose.get("prometheus", {})
+    mounts = " ".join(str(v) for v in prom.get("volumes", []))
+    if "alerts.yaml:/etc/prometheus/starling-alerts.yaml" not in mounts:
+        problem("compose: prometheus does not mount the alerts at /etc/prometheus/starling-alerts.yaml")
+    doc["rule_files"] = [os.path.abspath(alerts)]
+    with open(out, "w") as f:
+        yaml.safe_dump(doc, f)
+    finish("targets are Compose services' HTTP ports; alerts mounted")
+
+
+def check_haproxy(cfg, compose_path):
+    """Every Compose cluster node is a server of each HAProxy backend, on the port of the
+    listener the backend fronts, with send-proxy-v2 and a health check on its HTTP port; the
+    nodes require the PROXY header."""
+    services = yaml.safe_load(open(compose_path))["services"]
+    nodes = sorted(n for n, s in services.items()
+                   if "cluster" in (s.get("profiles") or []) and "starling" in str(s.get("image")))
+    backends, current = {}, None
+    for line in open(cfg):
+        words = line.split("#")[0].split()
+        if not words:
+            continue
+        if words[0] in ("backend", "frontend", "global", "defaults", "resolvers", "listen"):
+            current = words[1] if words[0] == "backend" else None
+            if current:
+                backends[current] = {"servers": {}, "lines": []}
+        elif current:
+            backends[current]["lines"].append(" ".join(words))
+            if words[0] == "server":
+                backends[current]["servers"][words[1]] = words[2:]
+    expected = {"starling_mqtt": "1883", "starling_ws": "8084"}
+    for backend, port in expected.items():
+        b = backends.get(backend)
+        if b is None:
+            problem(f"{cfg}: no backend {backend}")
+            continue
+        if not any("uri /actuator/health/readiness" in l for l in b["lines"]):
+            problem(f"{cfg}: {backend} does not check /actuator/health/readiness")
+        for node in nodes:
+            args = b["servers"].get(node)
+            if args is None:
+                problem(f"{cfg}: {backend} has no server for the cluster node {node}")
+                continue
+            if args[0] != f"{node}:{port}":
+                problem(f"{cfg}: {backend}/{node} points at {args[0]}, not {node}:{port}")
+            if "send-proxy-v2" not in args:
+                problem(f"{cfg}: {backend}/{node} does not send the PROXY v2 header")
+            if "check" not in args or "port" not in args or args[args.index("port") + 1] != "8083":
+                problem(f"{cfg}: {backend}/{node} is not health-checked on its HTTP port 8083")
+        for server in b["servers"]:
+            if server not in nodes:
+                problem(f"{cfg}: {backend} names {server}, which is not a cluster node")
+    for node in nodes:
+        env = services[node].get("environment") or {}
+        if str(env.get("MQTT_PROXY_PROTOCOL_ENABLED")).lower() != "true":
+            problem(f"compose: {node} is behind HAProxy's send-proxy-v2 but does not set "
+                    "MQTT_PROXY_PROTOCOL_ENABLED=true")
+        if any(str(p).endswith(":1883") for p in services[node].get("ports", [])):
+            problem(f"compose: {node} publishes MQTT directly; clients go through HAProxy")
+    finish(f"{len(nodes)} nodes in {', '.join(expected)}: PROXY v2, readiness checks")
+
+
+def check_helm_tls(path, secret, ws_port):
+    """The chart rendered with TLS: container and Service ports 8883/8085, the Secret mounted
+    read-only at /etc/starling/tls as a directory (so renewals reach the broker), the listeners'
+    variables pointing into it, the WebSocket port variable set, and the PrometheusRule and the
+    dashboard ConfigMap carrying the repository's files unchanged."""
+    docs = [d for d in yaml.safe_load_all(open(path)) if d]
+    kinds = {}
+    for d in docs:
+        kinds.setdefault(d["kind"], []).append(d)
+    sts = kinds["StatefulSet"][0]["spec"]["template"]["spec"]
+    c = [c for c in sts["containers"] if c["name"] == "starling"][0]
+    ports = {p["name"]: p["containerPort"] for p in c.get("ports", [])}
+    if ports.get("mqtts") != 8883 or ports.get("wss") != 8085:
+        problem(f"container ports {ports}: expected mqtts 8883 and wss 8085")
+    mount = [m for m in c.get("volumeMounts", []) if m["mountPath"] == "/etc/starling/tls"]
+    if not mount or not mount[0].get("readOnly") or mount[0].get("subPath"):
+        problem("the TLS Secret is not mounted read-only at /etc/starling/tls (without subPath)")
+    vol = [v for v in sts.get("volumes", []) if v["name"] == (mount[0]["name"] if mount else "")]
+    if not vol or (vol[0].get("secret") or {}).get("secretName") != secret:
+        problem(f"the TLS volume is not the Secret {secret}")
+    env = {}
+    for cm in kinds.get("ConfigMap", []):
+        if cm["metadata"]["name"].endswith("-env"):
+            env = cm["data"]
+    for listener in ("SSL", "WSS"):
+        if env.get(f"LISTENER_{listener}_ENABLED") != "true":
+            problem(f"LISTENER_{listener}_ENABLED is not true")
+        for var, want in (("PEM_CERT", "/etc/starling/tls/tls.crt"),
+                          ("PEM_KEY", "/etc/starling/tls/tls.key")):
+            if env.get(f"LISTENER_{listener}_{var}") != want:
+                problem(f"LISTENER_{listener}_{var} = {env.get(f'LISTENER_{listener}_{var}')!r}, "
+                        f"not {want}")
+    if env.get("LISTENER_WS_BIND_PORT") != str(ws_port):
+        problem(f"LISTENER_WS_BIND_PORT = {env.get('LISTENER_WS_BIND_PORT')!r}, not {ws_port}")
+    if ports.get("ws") != int(ws_port):
+        problem(f"container port ws = {ports.get('ws')}, not {ws_port}")
+    svc_ports = {p["name"] for s in kinds.get("Service", []) for p in s["spec"]["ports"]}
+    for name in ("mqtts", "wss"):
+        if name not in svc_ports:
+            problem(f"no Service port {name}")
+    alerts = yaml.safe_load(open(os.path.join(ROOT, "k8s/helm/starling/files/alerts.yaml")))
+    rules = kinds.get("PrometheusRule", [])
+    if not rules or rules[0]["spec"] != alerts:
+        problem("the PrometheusRule does not carry files/alerts.yaml unchanged")
+    dash = json.load(open(os.path.join(ROOT, "k8s/helm/starling/files/grafana-dashboard.json")))
+    maps = [d for d in kinds.get("ConfigMap", []) if d["metadata"]["name"].endswith("-dashboard")]
+    if not maps or json.loads(maps[0]["data"]["starling.json"]) != dash:
+        problem("the dashboard ConfigMap does not carry files/grafana-dashboard.json unchanged")
+    finish("ports 8883/8085, Secret mounted, listener variables, PrometheusRule, dashboard")
 
 
 if __name__ == "__main__":
@@ -1288,7 +1694,7 @@ else
 fi
 if docker compose version >/dev/null 2>&1; then
     run_check "docker compose config (all profiles)" bash -c \
-        'docker compose -f docker/docker-compose.yml --profile cluster config -q && echo loaded'
+        'docker compose -f docker/docker-compose.yml --profile cluster --profile monitoring config -q && echo loaded'
 elif [[ -n "$compose_spec" ]]; then
     # compose-go is the loader `docker compose config` runs; relative paths resolve from the
     # compose file's folder, as Docker Compose does.
@@ -1300,6 +1706,11 @@ fi
 if [[ -n "$py" ]]; then
     run_check "compose layout (embedded default, cluster profile, drain budget, env names)" \
         deploycheck check_compose docker/docker-compose.yml
+    run_check "HAProxy in front of the cluster (servers, PROXY v2, readiness checks)" \
+        deploycheck check_haproxy docker/haproxy/haproxy.cfg docker/docker-compose.yml
+    sed 's/ send-proxy-v2//' docker/haproxy/haproxy.cfg >"$work/bad-haproxy.cfg"
+    expect_reject "HAProxy check: a server without the PROXY header" \
+        deploycheck check_haproxy "$work/bad-haproxy.cfg" docker/docker-compose.yml
     if ((cluster_smoke)); then
         name="compose cluster nodes run locally against real Kafka, Redis, PostgreSQL"
         if [[ -z "${STARLING_TEST_KAFKA:-}" || -z "${STARLING_TEST_REDIS:-}" ||
@@ -1311,7 +1722,7 @@ if [[ -n "$py" ]]; then
             mkdir -p "$work/cluster-smoke"
             run_check "$name" deploycheck cluster_smoke docker/docker-compose.yml "$starlingd" \
                 "$work/cluster-smoke" "$STARLING_TEST_KAFKA" "$STARLING_TEST_REDIS" \
-                "$STARLING_TEST_POSTGRES"
+                "$STARLING_TEST_POSTGRES" "$haproxy"
         fi
     fi
     # The cluster checks must catch the mistakes they exist for.
@@ -1388,7 +1799,7 @@ validate_k8s() {
     fi
     if [[ -n "$kubeconform" && -n "$kc_schemas" ]]; then
         run_check "$label: kubeconform -strict" "$kubeconform" -strict -summary \
-            -skip ServiceMonitor -schema-location "$kc_schemas/{{ .ResourceKind }}{{ .KindSuffix }}.json" "$file"
+            -skip ServiceMonitor,PrometheusRule,Certificate -schema-location "$kc_schemas/{{ .ResourceKind }}{{ .KindSuffix }}.json" "$file"
     else
         skip "$label: kubeconform" "kubeconform or kubernetes-validate's schemas missing ($install_hint)"
     fi
@@ -1426,7 +1837,19 @@ if [[ -n "$helm" ]]; then
         --set cluster.postgres.existingSecret=starling-postgres \
         --set cluster.redis.existingSecret=starling-redis \
         --set metrics.serviceMonitor.enabled=true
-    for name in default no-persistence-clusterip cluster; do
+    # TLS from an existing Secret, with mTLS, a WebSocket port of its own, the admin Secret, an
+    # extra volume, the PrometheusRule and the dashboard; then TLS from cert-manager.
+    render tls --set tls.enabled=true --set tls.existingSecret=starling-tls \
+        --set tls.clientAuth=required --set ports.ws=9084 --set admin.existingSecret=starling-admin \
+        --set metrics.prometheusRule.enabled=true --set metrics.grafanaDashboard.enabled=true \
+        --set 'extraVolumes[0].name=jwks' --set 'extraVolumes[0].configMap.name=jwks' \
+        --set 'extraVolumeMounts[0].name=jwks' --set 'extraVolumeMounts[0].mountPath=/etc/starling/jwks'
+    render cert-manager --set mode=cluster --set replicaCount=3 \
+        --set cluster.postgres.existingSecret=starling-postgres --set tls.enabled=true \
+        --set tls.certManager.enabled=true --set tls.certManager.issuerRef.name=letsencrypt \
+        --set 'tls.certManager.dnsNames[0]=mqtt.example.com' \
+        --set metrics.prometheusRule.enabled=true --set metrics.grafanaDashboard.enabled=true
+    for name in default no-persistence-clusterip cluster tls cert-manager; do
         [[ -s "$work/helm-$name.yaml" ]] && validate_k8s "helm ($name)" "$work/helm-$name.yaml"
     done
     if [[ -n "$py" && -s "$work/helm-default.yaml" ]]; then
@@ -1443,6 +1866,20 @@ if [[ -n "$helm" ]]; then
             deploycheck check_helm_cluster "$work/bad-helm-cluster.yaml" 3 "$external_secrets"
         expect_reject "helm (cluster) check: a Secret neither rendered nor external" \
             deploycheck check_helm_cluster "$work/helm-cluster.yaml" 3 starling-postgres
+    fi
+    if [[ -n "$py" && -s "$work/helm-tls.yaml" ]]; then
+        run_check "helm (tls) ports, Secret volume, listener variables, rules, dashboard" \
+            deploycheck check_helm_tls "$work/helm-tls.yaml" starling-tls 9084
+        run_check "helm (tls) structure" deploycheck check_k8s "$work/helm-tls.yaml" docker/Dockerfile 1
+        sed 's#/etc/starling/tls/tls.key#/etc/starling/tls.key#' "$work/helm-tls.yaml" >"$work/bad-helm-tls.yaml"
+        expect_reject "helm (tls) check: a key path outside the mounted Secret" \
+            deploycheck check_helm_tls "$work/bad-helm-tls.yaml" starling-tls 9084
+    fi
+    if [[ -n "$py" && -s "$work/helm-cert-manager.yaml" ]]; then
+        run_check "helm (cert-manager) ports, Certificate's Secret, rules, dashboard" \
+            deploycheck check_helm_tls "$work/helm-cert-manager.yaml" starling-tls 8084
+        run_check "helm (cert-manager) structure" \
+            deploycheck check_k8s "$work/helm-cert-manager.yaml" docker/Dockerfile 3
     fi
     # Values the chart must refuse.
     refuse() { # name, then --set flags
@@ -1464,6 +1901,16 @@ if [[ -n "$helm" ]]; then
         --set cluster.postgres.existingSecret=s --set config.REDIS_HOST=other
     refuse "a grace period shorter than the drain" --set terminationGracePeriodSeconds=12
     refuse "an unknown mode" --set mode=standalone
+    refuse "TLS without a certificate source" --set tls.enabled=true
+    refuse "TLS with both a Secret and cert-manager" --set tls.enabled=true --set tls.existingSecret=s \
+        --set tls.certManager.enabled=true --set tls.certManager.issuerRef.name=i \
+        --set 'tls.certManager.dnsNames[0]=a.example.com'
+    refuse "cert-manager without an issuer" --set tls.enabled=true --set tls.certManager.enabled=true \
+        --set 'tls.certManager.dnsNames[0]=a.example.com'
+    refuse "an unknown TLS client-auth mode" --set tls.enabled=true --set tls.existingSecret=s \
+        --set tls.clientAuth=optional
+    refuse "a TLS listener variable set in config too" --set tls.enabled=true --set tls.existingSecret=s \
+        --set config.LISTENER_SSL_PEM_CERT=/x.pem
 else
     skip "helm lint / helm template" "helm not installed ($install_hint; or apt/your package manager)"
     if [[ -n "$py" ]]; then
@@ -1472,6 +1919,48 @@ for f in ("k8s/helm/starling/Chart.yaml", "k8s/helm/starling/values.yaml"):
     yaml.safe_load(open(f))
 print("Chart.yaml and values.yaml parse")'
     fi
+fi
+
+echo "=== monitoring (alerts, Grafana dashboard, Prometheus and HAProxy configuration)"
+alerts=k8s/helm/starling/files/alerts.yaml
+dashboard=k8s/helm/starling/files/grafana-dashboard.json
+if [[ -n "$py" ]]; then
+    run_check "alerts: names, severities, annotations, documented metrics" deploycheck check_alerts "$alerts"
+    sed 's/messageLog_diskState/messageLog_diskStat/' "$alerts" >"$work/bad-alerts.yaml"
+    expect_reject "alerts check: a metric docs/metrics.md does not describe" \
+        deploycheck check_alerts "$work/bad-alerts.yaml"
+    run_check "dashboard is monitoring/grafana/make_dashboard.py's output" \
+        "$py" monitoring/grafana/make_dashboard.py --check
+    run_check "dashboard: grid, ids, datasource, documented metrics" \
+        deploycheck check_dashboard "$dashboard" "$work/dashboard-rules.yaml"
+    "$py" -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+d["panels"][3]["gridPos"]["x"] = d["panels"][2]["gridPos"]["x"]
+json.dump(d, open(sys.argv[2], "w"))' "$dashboard" "$work/bad-dashboard.json"
+    expect_reject "dashboard check: overlapping panels" \
+        deploycheck check_dashboard "$work/bad-dashboard.json" "$work/bad-dashboard-rules.yaml"
+    run_check "Compose Prometheus configuration (targets, alerts mounted)" \
+        deploycheck check_prometheus_config monitoring/prometheus/prometheus.yml "$alerts" \
+        "$work/prometheus.yml"
+fi
+if [[ -n "$promtool" ]]; then
+    run_check "promtool check rules (alerts)" "$promtool" check rules "$alerts"
+    run_check "promtool test rules (monitoring/alerts-test.yaml)" "$promtool" test rules monitoring/alerts-test.yaml
+    sed 's/> 0.01/> 0.5/' "$alerts" >"$work/alerts-mutant.yaml"
+    sed "s#../k8s/helm/starling/files/alerts.yaml#$work/alerts-mutant.yaml#" monitoring/alerts-test.yaml \
+        >"$work/alerts-mutant-test.yaml"
+    expect_reject "promtool test rules: a drop threshold raised 50x" "$promtool" test rules "$work/alerts-mutant-test.yaml"
+    [[ -s "$work/dashboard-rules.yaml" ]] &&
+        run_check "promtool: every dashboard query parses" "$promtool" check rules "$work/dashboard-rules.yaml"
+    [[ -s "$work/prometheus.yml" ]] &&
+        run_check "promtool check config (Compose Prometheus)" "$promtool" check config "$work/prometheus.yml"
+else
+    skip "promtool checks" "promtool not installed ($install_hint; Debian package prometheus)"
+fi
+if [[ -n "$haproxy" ]]; then
+    run_check "haproxy -c (docker/haproxy/haproxy.cfg)" "$haproxy" -c -q -f docker/haproxy/haproxy.cfg
+else
+    skip "haproxy -c" "haproxy not installed ($install_hint; Debian package haproxy)"
 fi
 
 echo "=== docs/operations.md"

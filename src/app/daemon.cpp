@@ -293,6 +293,7 @@ http::disk_space_reading disk_reading(const adapters::embedded::embedded_log_sta
 struct daemon::parts {
     metrics::registry metrics;
     http::health_registry health;
+    metrics::refresher_handle health_gauges;  // healthStatus; goes before the registry above
     // Exactly one of the two logs is open: embedded mode or cluster mode (Kafka).
     std::unique_ptr<adapters::embedded::embedded_message_log> log;
     std::unique_ptr<adapters::kafka::kafka_message_log> kafka_log;
@@ -380,6 +381,19 @@ void daemon::start() {
         };
         return o;
     };
+    p.metrics.process().set_version(config::version());
+    // healthStatus{component}: what /actuator/health answers at each scrape ("overall" is
+    // readiness), from the first scrape on, so a node stuck waiting for a store shows too.
+    p.health_gauges = p.metrics.add_refresher([&p] {
+        const auto report = p.health.evaluate();
+        std::vector<std::pair<std::string, int>> statuses;
+        statuses.reserve(report.components.size() + 1);
+        statuses.emplace_back("overall", static_cast<int>(report.status));
+        for (const auto& [component, status] : report.components) {
+            statuses.emplace_back(component, static_cast<int>(status));
+        }
+        p.metrics.health().report(statuses);
+    });
     {
         http::router health_only;
         http::add_actuator_routes(health_only, p.health, p.metrics);
@@ -773,6 +787,12 @@ void daemon::start() {
         }
         if (p.postgres_metadata) {
             p.metrics.auth().unauthorized_rows_dropped(p.postgres_metadata->unauthorized_dropped());
+        }
+        for (const auto& contexts : p.tls_contexts) {
+            if (const auto not_after = contexts->certificate_not_after()) {
+                p.metrics.listener().certificate_expires(contexts->options().listener,
+                                                         static_cast<double>(*not_after));
+            }
         }
     });
     spdlog::info("HTTP on {}:{}", cfg_.server.address, p.http->local_port());

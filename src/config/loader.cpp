@@ -2,6 +2,7 @@
 
 #include "auth/pattern.h"
 #include "base/assert.h"
+#include "base/text.h"
 #include "config/datasource_url.h"
 #include "ratelimit/bandwidth_spec.h"
 
@@ -104,15 +105,6 @@ bool iequals(std::string_view a, std::string_view b) {
                return std::tolower(static_cast<unsigned char>(x)) ==
                       std::tolower(static_cast<unsigned char>(y));
            });
-}
-
-std::string_view trim(std::string_view text) {
-    const auto first = text.find_first_not_of(" \t\r\n");
-    if (first == std::string_view::npos) {
-        return {};
-    }
-    const auto last = text.find_last_not_of(" \t\r\n");
-    return text.substr(first, last - first + 1);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -219,7 +211,7 @@ template <class Access>
 using field_of = std::remove_cvref_t<std::invoke_result_t<Access, broker_config&>>;
 
 std::optional<std::int64_t> parse_integer(std::string_view text) {
-    text = trim(text);
+    text = base::trim(text);
     std::int64_t value = 0;
     const auto* end = text.data() + text.size();
     auto [ptr, ec] = std::from_chars(text.data(), end, value);
@@ -231,7 +223,7 @@ std::optional<std::int64_t> parse_integer(std::string_view text) {
 
 // Spring's relaxed booleans, so TBMQ env files carry over.
 std::optional<bool> parse_bool(std::string_view text) {
-    text = trim(text);
+    text = base::trim(text);
     for (std::string_view yes : {"true", "yes", "on", "1"}) {
         if (iequals(text, yes)) {
             return true;
@@ -314,7 +306,7 @@ binding boolean(key_info info, Access access) {
 template <class Access>
 binding optional_boolean(key_info info, Access access) {
     return {info, [access](broker_config& config, const raw_value& value) {
-                if (trim(value.text).empty()) {
+                if (base::trim(value.text).empty()) {
                     access(config) = std::nullopt;
                     return;
                 }
@@ -330,7 +322,7 @@ template <class Access, class E, std::size_t N>
 binding enumeration(key_info info, Access access,
                     const std::array<std::pair<std::string_view, E>, N>& names) {
     return {info, [access, &names](broker_config& config, const raw_value& value) {
-                const auto text = trim(value.text);
+                const auto text = base::trim(value.text);
                 for (const auto& [name, candidate] : names) {
                     if (iequals(text, name)) {
                         access(config) = candidate;
@@ -362,9 +354,9 @@ binding provider_list(key_info info, Access access) {
     return {info, [access](broker_config& config, const raw_value& value) {
                 std::vector<std::string> names;
                 std::string_view rest = value.text;
-                while (!trim(rest).empty()) {
+                while (!base::trim(rest).empty()) {
                     const auto comma = rest.find(',');
-                    const auto name = trim(rest.substr(0, comma));
+                    const auto name = base::trim(rest.substr(0, comma));
                     if (std::find(auth_provider_names.begin(), auth_provider_names.end(), name) ==
                         auth_provider_names.end()) {
                         reject(value, fmt::format("names '{}', which is not a provider ({})", name,
@@ -389,9 +381,9 @@ binding file_list(key_info info, Access access) {
     return {info, [access](broker_config& config, const raw_value& value) {
                 std::vector<std::filesystem::path> files;
                 std::string_view rest = value.text;
-                while (!trim(rest).empty()) {
+                while (!base::trim(rest).empty()) {
                     const auto comma = rest.find(',');
-                    const auto name = trim(rest.substr(0, comma));
+                    const auto name = base::trim(rest.substr(0, comma));
                     std::error_code ec;
                     if (!std::filesystem::is_regular_file(std::filesystem::path(name), ec)) {
                         reject(value,
@@ -436,7 +428,7 @@ binding datasource_url_text(key_info info, Access access) {
 template <class Access>
 binding optional_bandwidths(key_info info, Access access) {
     return {info, [access](broker_config& config, const raw_value& value) {
-                if (trim(value.text).empty()) {
+                if (base::trim(value.text).empty()) {
                     access(config) = {};
                     return;
                 }
@@ -453,7 +445,7 @@ binding optional_bandwidths(key_info info, Access access) {
 template <class Access>
 binding optional_port(key_info info, Access access) {
     return {info, [access](broker_config& config, const raw_value& value) {
-                if (trim(value.text).empty()) {
+                if (base::trim(value.text).empty()) {
                     access(config) = std::nullopt;
                     return;
                 }
@@ -477,14 +469,14 @@ std::optional<std::string> ip_address(std::string_view text) {
 }
 
 std::optional<std::string> ip_address_or_empty(std::string_view text) {
-    if (trim(text).empty()) {
+    if (base::trim(text).empty()) {
         return std::nullopt;
     }
     return ip_address(text);
 }
 
 std::optional<std::string> not_empty(std::string_view text) {
-    if (trim(text).empty()) {
+    if (base::trim(text).empty()) {
         return "must not be empty";
     }
     return std::nullopt;
@@ -495,7 +487,7 @@ std::optional<std::string> comma_list(std::string_view text) {
     std::size_t pos = 0;
     while (true) {
         const auto comma = text.find(',', pos);
-        const auto item = trim(text.substr(
+        const auto item = base::trim(text.substr(
             pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos));
         if (item.empty()) {
             return "must be a comma-separated list of WebSocket subprotocols without empty "
@@ -521,20 +513,21 @@ std::optional<kafka_properties> parse_kafka_properties(std::string_view text, st
     kafka_properties out;
     std::string entry;
     auto finish = [&]() {
-        const std::string e(trim(entry));
+        const std::string e(base::trim(entry));
         entry.clear();
         if (e.empty()) {
             return true;
         }
         const auto colon = e.find(':');
-        if (colon == std::string_view::npos || trim(e.substr(0, colon)).empty()) {
+        if (colon == std::string_view::npos || base::trim(e.substr(0, colon)).empty()) {
             *why = fmt::format(
                 "has the entry \"{}\", which is not key:value (entries are "
                 "separated by ';', write \\; for a ';' inside a value)",
                 e);
             return false;
         }
-        out[std::string(trim(e.substr(0, colon)))] = std::string(trim(e.substr(colon + 1)));
+        out[std::string(base::trim(e.substr(0, colon)))] =
+            std::string(base::trim(e.substr(colon + 1)));
         return true;
     };
     for (std::size_t i = 0; i < text.size(); ++i) {

@@ -86,6 +86,7 @@ health_report run_checks(const std::vector<std::pair<std::string, health_registr
             health = {health_status::down, {{"error", "unknown exception"}}};
         }
         report.status = std::max(report.status, health.status);
+        report.components.emplace_back(name, health.status);
         auto component = nlohmann::json::object();
         component["status"] = to_string(health.status);
         if (!health.details.empty()) {

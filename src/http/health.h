@@ -17,6 +17,8 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace starling::http {
 
@@ -56,6 +58,8 @@ enum class lifecycle : std::uint8_t { starting, running, stopping };
 struct health_report {
     health_status status = health_status::up;
     nlohmann::json body;
+    // Each component's status, in name order (also in body; here for the healthStatus metric).
+    std::vector<std::pair<std::string, health_status>> components;
 };
 
 // The set of registered checks.

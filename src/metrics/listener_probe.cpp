@@ -35,7 +35,12 @@ listener_probe::listener_probe(prometheus::Registry& registry)
       reloads_(prometheus::BuildCounter()
                    .Name("tlsCredentialReloads_total")
                    .Help("TLS credential reloads after the files changed, by listener and outcome")
-                   .Register(registry)) {}
+                   .Register(registry)),
+      certificate_expiry_(prometheus::BuildGauge()
+                              .Name("tlsCertificateExpiry_seconds")
+                              .Help("When the certificate each TLS listener serves expires "
+                                    "(notAfter, seconds since the epoch)")
+                              .Register(registry)) {}
 
 // Family::Add is thread-safe and returns the existing child for known labels.
 void listener_probe::handshake_failed(std::string_view listener, std::string_view reason) {
@@ -67,6 +72,10 @@ void listener_probe::http_connection_refused(std::string_view server, std::strin
 void listener_probe::credentials_reloaded(std::string_view listener, bool ok) {
     reloads_.Add({{"listener", std::string(listener)}, {"result", ok ? "ok" : "failed"}})
         .Increment();
+}
+
+void listener_probe::certificate_expires(std::string_view listener, double unix_seconds) {
+    certificate_expiry_.Add({{"listener", std::string(listener)}}).Set(unix_seconds);
 }
 
 }  // namespace starling::metrics

@@ -14,7 +14,9 @@
 //   - httpConnectionsRefused_total{server, reason}: HTTP connections closed at accept (reason
 //     max_connections, address_connections) or answered 503 in a health-probe slot (reason
 //     reserved_slot);
-//   - tlsCredentialReloads_total{listener, result}.
+//   - tlsCredentialReloads_total{listener, result};
+//   - tlsCertificateExpiry_seconds{listener}: notAfter of the certificate a TLS listener serves
+//     now (set by a refresher of the daemon, so a reloaded certificate shows at the next scrape).
 //
 // Lifecycle: owned by metrics::registry. Concurrency: any thread (prometheus-cpp's Family::Add
 // locks one mutex and returns the existing child for known labels: fine for these events, which
@@ -47,6 +49,7 @@ class listener_probe {
     void connections(std::string_view listener, std::size_t current);
     void http_connection_refused(std::string_view server, std::string_view reason);
     void credentials_reloaded(std::string_view listener, bool ok);
+    void certificate_expires(std::string_view listener, double unix_seconds);
 
   private:
     prometheus::Family<prometheus::Counter>& failures_;
@@ -55,6 +58,7 @@ class listener_probe {
     prometheus::Family<prometheus::Gauge>& connections_;
     prometheus::Family<prometheus::Counter>& http_refused_;
     prometheus::Family<prometheus::Counter>& reloads_;
+    prometheus::Family<prometheus::Gauge>& certificate_expiry_;
 };
 
 }  // namespace starling::metrics

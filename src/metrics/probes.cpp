@@ -1,6 +1,7 @@
 // The small probes: log, routing and actor (the broker probe has its own file).
 
 #include "metrics/actor_probe.h"
+#include "metrics/health_probe.h"
 #include "metrics/latency_histogram.h"
 #include "metrics/log_probe.h"
 #include "metrics/routing_probe.h"
@@ -88,6 +89,34 @@ void actor_probe::set_running_actors(std::int64_t actors) {
 }
 void actor_probe::mailbox_rejected(std::uint64_t count) {
     rejected_.Increment(static_cast<double>(count));
+}
+
+}  // namespace starling::metrics
+
+namespace starling::metrics {
+
+health_probe::health_probe(prometheus::Registry& registry)
+    : status_(prometheus::BuildGauge()
+                  .Name("healthStatus")
+                  .Help("Health status by component: 0 UP, 1 DEGRADED, 2 OUT_OF_SERVICE, 3 DOWN; "
+                        "component=\"overall\" is readiness")
+                  .Register(registry)) {}
+
+void health_probe::report(const std::vector<std::pair<std::string, int>>& statuses) {
+    std::map<std::string, prometheus::Gauge*> current;
+    for (const auto& [component, level] : statuses) {
+        auto found = series_.find(component);
+        auto* gauge =
+            found != series_.end() ? found->second : &status_.Add({{"component", component}});
+        gauge->Set(level);
+        current.emplace(component, gauge);
+    }
+    for (const auto& [component, gauge] : series_) {
+        if (!current.contains(component)) {
+            status_.Remove(gauge);
+        }
+    }
+    series_ = std::move(current);
 }
 
 }  // namespace starling::metrics

@@ -71,6 +71,8 @@ registry::registry()
       actor_(*prometheus_),
       auth_(*prometheus_),
       listener_(*prometheus_),
+      health_(*prometheus_),
+      process_(*prometheus_),
       bugs_(&prometheus::BuildCounter()
                  .Name("bugsReported_total")
                  .Help("Internal invariant violations logged and survived (STARLING_BUG)")
@@ -102,6 +104,7 @@ std::string registry::serialize() {
             refresh();
         }
         broker_.refresh_drop_log();
+        process_.refresh();
         const auto bugs = base::bugs_reported();
         bugs_->Increment(static_cast<double>(bugs - bugs_exported_));
         bugs_exported_ = bugs;

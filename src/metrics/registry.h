@@ -14,9 +14,11 @@
 #include "metrics/actor_probe.h"
 #include "metrics/auth_probe.h"
 #include "metrics/broker_probe.h"
+#include "metrics/health_probe.h"
 #include "metrics/latency_histogram.h"
 #include "metrics/listener_probe.h"
 #include "metrics/log_probe.h"
+#include "metrics/process_probe.h"
 #include "metrics/routing_probe.h"
 
 #include <cstdint>
@@ -73,6 +75,8 @@ class registry {
     actor_probe& actor() noexcept { return actor_; }
     auth_probe& auth() noexcept { return auth_; }
     listener_probe& listener() noexcept { return listener_; }
+    health_probe& health() noexcept { return health_; }
+    process_probe& process() noexcept { return process_; }
 
     // Registers a function that sets gauges from live state; every serialize() runs all of
     // them first (prometheus-cpp has no callback gauges). A refresher runs under the
@@ -96,6 +100,8 @@ class registry {
     actor_probe actor_;
     auth_probe auth_;
     listener_probe listener_;
+    health_probe health_;
+    process_probe process_;  // refreshed by serialize() itself
 
     std::mutex scrape_mutex_;  // guards everything below and serializes scrapes
     std::map<std::uint64_t, std::function<void()>> refreshers_;

@@ -1,11 +1,14 @@
 #include "net/tls_context.h"
 
+#include "base/text.h"
+
 #include <fmt/format.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <spdlog/spdlog.h>
 
+#include <ctime>
 #include <stdexcept>
 #include <string_view>
 #include <utility>
@@ -28,15 +31,6 @@ std::string openssl_error(const boost::system::error_code& ec) {
     return out;
 }
 
-std::string trim(std::string_view text) {
-    const auto first = text.find_first_not_of(" \t\r\n");
-    if (first == std::string_view::npos) {
-        return {};
-    }
-    const auto last = text.find_last_not_of(" \t\r\n");
-    return std::string(text.substr(first, last - first + 1));
-}
-
 // Sorts the configured names into OpenSSL's TLS 1.3 ciphersuites and TLS <= 1.2 cipher list.
 // IANA names of TLS 1.2 ciphers are mapped to OpenSSL's names.
 std::string apply_cipher_suites(SSL_CTX* ctx, const std::string& configured) {
@@ -45,9 +39,9 @@ std::string apply_cipher_suites(SSL_CTX* ctx, const std::string& configured) {
     std::size_t pos = 0;
     while (pos <= configured.size()) {
         const auto comma = configured.find(',', pos);
-        const auto name =
-            trim(std::string_view(configured)
-                     .substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
+        const std::string name(base::trim(
+            std::string_view(configured)
+                .substr(pos, comma == std::string::npos ? std::string::npos : comma - pos)));
         pos = comma == std::string::npos ? configured.size() + 1 : comma + 1;
         if (name.empty()) {
             continue;
@@ -141,6 +135,19 @@ tls_context_build build_tls_context(const tls_options& options) {
         }
     }
     return {std::move(ctx), {}};
+}
+
+std::optional<std::int64_t> certificate_not_after(asio::ssl::context& context) {
+    X509* certificate = SSL_CTX_get0_certificate(context.native_handle());
+    if (certificate == nullptr) {
+        return std::nullopt;
+    }
+    const ASN1_TIME* not_after = X509_get0_notAfter(certificate);
+    std::tm tm{};
+    if (not_after == nullptr || ASN1_TIME_to_tm(not_after, &tm) != 1) {
+        return std::nullopt;
+    }
+    return static_cast<std::int64_t>(timegm(&tm));  // ASN1 times are UTC
 }
 
 tls_peer_info read_tls_peer(SSL* ssl, client_auth_mode mode) {
@@ -293,6 +300,11 @@ bool tls_context_provider::check_for_changes() {
         options_.on_reload(ok);
     }
     return ok;
+}
+
+std::optional<std::int64_t> tls_context_provider::certificate_not_after() const {
+    const auto context = current();
+    return context ? net::certificate_not_after(*context) : std::nullopt;
 }
 
 std::uint64_t tls_context_provider::reloads() const {

@@ -55,6 +55,9 @@ struct tls_context_build {
 };
 tls_context_build build_tls_context(const tls_options& options);
 
+// The notAfter of the certificate `context` serves, in seconds since the epoch.
+std::optional<std::int64_t> certificate_not_after(boost::asio::ssl::context& context);
+
 // Reads the peer's certificate chain, CN and the verification outcome after a handshake.
 tls_peer_info read_tls_peer(ssl_st* ssl, client_auth_mode mode);
 
@@ -80,6 +83,9 @@ class tls_context_provider : public std::enable_shared_from_this<tls_context_pro
     void stop();
 
     std::shared_ptr<boost::asio::ssl::context> current() const;
+    // When the certificate of the current context expires (notAfter, seconds since the epoch);
+    // nullopt if it cannot be read.
+    std::optional<std::int64_t> certificate_not_after() const;
     const tls_options& options() const { return options_; }
 
     // Compares the files with what was loaded last and rebuilds on a change. Returns true when a

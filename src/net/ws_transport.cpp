@@ -1,5 +1,6 @@
 #include "net/ws_transport.h"
 
+#include "base/text.h"
 #include "net/errc.h"
 
 #include <boost/asio/post.hpp>
@@ -32,14 +33,6 @@ constexpr std::size_t keep_buffer_capacity = 4096;
 
 // The upgrade request's header block is bounded; a larger one fails the handshake.
 constexpr std::uint32_t upgrade_header_limit = 8192;
-
-std::string_view trim(std::string_view text) {
-    const auto first = text.find_first_not_of(" \t");
-    if (first == std::string_view::npos) {
-        return {};
-    }
-    return text.substr(first, text.find_last_not_of(" \t") - first + 1);
-}
 
 // MQTT over WebSocket: every MQTT byte travels in binary messages; a message may hold part of a
 // packet or several packets (the decoder is incremental), so reads just yield message bytes.
@@ -146,7 +139,7 @@ std::string choose_sub_protocol(std::string_view offered,
     std::size_t pos = 0;
     while (pos <= offered.size()) {
         const auto comma = offered.find(',', pos);
-        const auto token = trim(offered.substr(
+        const auto token = base::trim(offered.substr(
             pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos));
         for (const auto& ours : configured) {
             if (!token.empty() && token == ours) {

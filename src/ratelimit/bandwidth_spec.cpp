@@ -1,5 +1,7 @@
 #include "ratelimit/bandwidth_spec.h"
 
+#include "base/text.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
@@ -9,18 +11,8 @@ namespace starling::ratelimit {
 
 namespace {
 
-std::string_view trim(std::string_view text) {
-    while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) {
-        text.remove_prefix(1);
-    }
-    while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) {
-        text.remove_suffix(1);
-    }
-    return text;
-}
-
 std::optional<std::int64_t> positive(std::string_view text) {
-    text = trim(text);
+    text = base::trim(text);
     std::int64_t value = 0;
     const char* end = text.data() + text.size();
     auto [ptr, ec] = std::from_chars(text.data(), end, value);
@@ -45,12 +37,12 @@ std::optional<std::vector<bandwidth>> parse_bandwidths(std::string_view text, st
         return std::nullopt;
     };
     std::vector<bandwidth> out;
-    if (trim(text).empty()) {
+    if (base::trim(text).empty()) {
         return fail("is empty");
     }
     while (true) {
         const auto comma = text.find(',');
-        const std::string_view item = trim(text.substr(0, comma));
+        const std::string_view item = base::trim(text.substr(0, comma));
         const auto colon = item.find(':');
         if (colon == std::string_view::npos) {
             return fail("has an item '" + std::string(item) + "' without ':'");

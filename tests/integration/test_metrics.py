@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import time
 import urllib.request
 
@@ -64,3 +66,53 @@ def test_connected_sessions_gauge_follows_connections(broker, paho_client):
     clients[0].disconnect()
     clients[1].drop()  # abnormal close counts down too
     _wait_for_metric(broker, "connectedSessions", lambda v: v == base + 1)
+
+
+def _proc_stat_fields(pid: int) -> list[str]:
+    """Fields 3.. of /proc/<pid>/stat (proc(5) numbering: fields[0] is field 3)."""
+    text = open(f"/proc/{pid}/stat", encoding="ascii").read()
+    return text[text.rindex(")") + 2:].split()
+
+
+def test_process_metrics_describe_the_running_daemon(broker):
+    """The standard process_* series, build_info and memoryLimit_bytes, checked against what
+    /proc and the binary itself say about the daemon's process."""
+    pid = broker.proc.pid
+    samples = broker.metrics()
+    value = lambda name: samples[(name, frozenset())]  # noqa: E731
+
+    version = subprocess.run([str(broker.binary), "--version"], capture_output=True, text=True,
+                             check=True).stdout.split()[-1]
+    assert samples.get(("build_info", frozenset({("version", version)}))) == 1.0
+
+    soft_limit = next(int(line.split()[3]) for line in open(f"/proc/{pid}/limits")
+                      if line.startswith("Max open files"))
+    assert value("process_max_fds") == soft_limit
+    # Connections come and go between the two readings: the same order of magnitude is enough.
+    open_fds = len(os.listdir(f"/proc/{pid}/fd"))
+    assert abs(value("process_open_fds") - open_fds) <= max(20, open_fds // 2)
+
+    rss = next(int(line.split()[1]) * 1024 for line in open(f"/proc/{pid}/status")
+               if line.startswith("VmRSS:"))
+    assert rss / 2 <= value("process_resident_memory_bytes") <= rss * 2
+
+    ticks = os.sysconf("SC_CLK_TCK")
+    btime = next(int(line.split()[1]) for line in open("/proc/stat") if line.startswith("btime"))
+    started = btime + int(_proc_stat_fields(pid)[22 - 3]) / ticks
+    assert abs(value("process_start_time_seconds") - started) < 2
+    assert value("process_cpu_seconds_total") > 0
+    assert value("memoryLimit_bytes") >= 0
+
+
+def test_health_status_gauges_mirror_the_health_endpoint(broker):
+    """healthStatus{component}: 0 UP .. 3 DOWN, one series per component of /actuator/health
+    and component="overall" for its verdict."""
+    status, body = broker.health()
+    assert status == 200
+    levels = {"UP": 0, "DEGRADED": 1, "OUT_OF_SERVICE": 2, "DOWN": 3}
+    samples = broker.metrics()
+    gauges = {dict(labels)["component"]: v for (name, labels), v in samples.items()
+              if name == "healthStatus"}
+    expected = {name: float(levels[c["status"]]) for name, c in body["components"].items()}
+    expected["overall"] = float(levels[body["status"]])
+    assert gauges == expected

@@ -161,20 +161,27 @@ def test_certificate_reload_without_restart(broker_factory, paho_client, pki, to
             with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
                 return s.getpeercert(binary_form=True)
 
+    def expiry_metric() -> float:
+        return metric_sum(broker.metrics(), "tlsCertificateExpiry_seconds", listener="ssl")
+
     old_der = pki.der(pki.path("server.pem"))
     assert served_cert() == old_der
+    assert expiry_metric() == pki.not_after(pki.path("server.pem"))
     old_client = paho_client(broker, port=broker.ports["ssl"], tls_context=client_context(pki))
     assert old_client.subscribe(topic, qos=1) == [1]
 
     # A new certificate, swapped in file by file as a cert-manager would (rename = atomic).
     staging = tmp_path / "staging"
     staging.mkdir()
-    pki.make_cert("server", "starling-server-2", "ca", out_dir=staging)
+    pki.make_cert("server", "starling-server-2", "ca", out_dir=staging, days=30)
     new_der = pki.der(staging / "server.pem")
     assert new_der != old_der
+    new_not_after = pki.not_after(staging / "server.pem")
     os.replace(staging / "server.key", live / "server.key")
     os.replace(staging / "server.pem", live / "server.pem")
     wait_for(lambda: served_cert() == new_der, timeout=20, what="the new certificate")
+    # tlsCertificateExpiry_seconds follows the served certificate (30 days now, not 2).
+    assert expiry_metric() == new_not_after
 
     # The connection made before the reload is still up and served.
     pub = paho_client(broker, port=broker.ports["ssl"], tls_context=client_context(pki))

@@ -1,5 +1,7 @@
 #include "adapters/kafka/kafka_log_config.h"
 
+#include "base/text.h"
+
 #include <algorithm>
 #include <array>
 #include <string_view>
@@ -30,16 +32,6 @@ std::string ms(std::chrono::milliseconds d) { return std::to_string(d.count()); 
 
 std::string normalized_acks(const std::string& acks) { return acks == "-1" ? "all" : acks; }
 
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-        s.remove_prefix(1);
-    }
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
-        s.remove_suffix(1);
-    }
-    return s;
-}
-
 status invalid(std::string* why, std::string text) {
     if (why != nullptr) {
         *why = std::move(text);
@@ -54,7 +46,7 @@ bool idempotent(const kafka_log_config& config) {
 }
 
 status validate(const kafka_log_config& config, std::string* why) {
-    if (trim(config.bootstrap_servers).empty()) {
+    if (base::trim(config.bootstrap_servers).empty()) {
         return invalid(why, "bootstrap_servers: empty; expected host:port[,host:port...]");
     }
     const auto acks = normalized_acks(config.acks);

@@ -7,6 +7,7 @@ thread only.
 
 from __future__ import annotations
 
+import ssl
 import subprocess
 from pathlib import Path
 
@@ -29,9 +30,10 @@ class Pki:
             "-subj", f"/CN={name}", "-keyout", f"{name}.key", "-out", f"{name}.pem",
         )
 
-    def make_cert(self, name: str, cn: str, ca: str, out_dir: Path | None = None) -> None:
+    def make_cert(self, name: str, cn: str, ca: str, out_dir: Path | None = None,
+                  days: int = 2) -> None:
         """``<name>.pem`` / ``<name>.key`` (in ``out_dir``, default the PKI dir): CN ``cn``,
-        SAN 127.0.0.1 and localhost, signed by CA ``ca``."""
+        SAN 127.0.0.1 and localhost, signed by CA ``ca``, valid for ``days``."""
         out = Path(out_dir or self.dir)
         (self.dir / f"{name}.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
         self._run(
@@ -39,10 +41,18 @@ class Pki:
             "-keyout", str(out / f"{name}.key"), "-out", f"{name}.csr",
         )
         self._run(
-            "x509", "-req", "-days", "2", "-in", f"{name}.csr", "-CA", f"{ca}.pem",
+            "x509", "-req", "-days", str(days), "-in", f"{name}.csr", "-CA", f"{ca}.pem",
             "-CAkey", f"{ca}.key", "-CAcreateserial", "-extfile", f"{name}.ext",
             "-out", str(out / f"{name}.pem"),
         )
+
+    def not_after(self, pem: Path) -> float:
+        """The certificate's notAfter in seconds since the epoch."""
+        out = subprocess.run(
+            ["openssl", "x509", "-in", str(pem), "-noout", "-enddate"],
+            check=True, capture_output=True, text=True,
+        ).stdout.strip()
+        return float(ssl.cert_time_to_seconds(out.split("=", 1)[1]))
 
     def der(self, pem: Path) -> bytes:
         """The DER bytes of a PEM certificate (what ``getpeercert(binary_form=True)`` gives)."""

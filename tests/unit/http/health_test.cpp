@@ -50,7 +50,12 @@ TEST(http_health_registry, body_has_spring_boot_shape) {
         return component_health{health_status::degraded, {{"partitions", 16}, {"lag", 3}}};
     }));
     ASSERT_TRUE(health.add("deviceInbox", [] { return with(health_status::up); }));
-    const auto body = health.evaluate().body;
+    const auto report = health.evaluate();
+    const auto& body = report.body;
+    // The same statuses, typed, in name order (the healthStatus metric reads these).
+    const std::vector<std::pair<std::string, health_status>> components{
+        {"deviceInbox", health_status::up}, {"messageLog", health_status::degraded}};
+    EXPECT_EQ(report.components, components);
     EXPECT_EQ(body["status"], "DEGRADED");
     EXPECT_EQ(body["components"]["messageLog"]["status"], "DEGRADED");
     EXPECT_EQ(body["components"]["messageLog"]["details"]["partitions"], 16);

@@ -2,6 +2,7 @@
 
 #include "base/assert.h"
 
+#include "exposition.h"
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -16,16 +17,7 @@ namespace {
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 
-// The value of one series ("name" or "name{label=\"v\"}") in an exposition, if present.
-std::optional<double> sample(const std::string& text, const std::string& series) {
-    std::istringstream lines(text);
-    for (std::string line; std::getline(lines, line);) {
-        if (line.starts_with(series + " ")) {
-            return std::stod(line.substr(series.size() + 1));
-        }
-    }
-    return std::nullopt;
-}
+using testing::sample;
 
 TEST(metrics_registry, every_metric_is_exposed_with_help_and_type) {
     registry metrics;

@@ -38,15 +38,16 @@ class test_pki {
             name + "' -keyout " + q(name + ".key") + " -out " + q(name + ".pem"));
     }
 
-    // <name>.pem / <name>.key: a certificate with CN `cn` signed by CA `ca`.
-    void make_cert(const std::string& name, const std::string& cn, const std::string& ca) {
+    // <name>.pem / <name>.key: a certificate with CN `cn` signed by CA `ca`, valid for `days`.
+    void make_cert(const std::string& name, const std::string& cn, const std::string& ca,
+                   int days = 2) {
         const auto ext = path(name + ".ext");
         std::ofstream(ext) << "subjectAltName=IP:127.0.0.1,DNS:localhost\n";
         run("openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj '/CN=" + cn +
             "' -keyout " + q(name + ".key") + " -out " + q(name + ".csr"));
-        run("openssl x509 -req -days 2 -in " + q(name + ".csr") + " -CA " + q(ca + ".pem") +
-            " -CAkey " + q(ca + ".key") + " -CAcreateserial -extfile " + ext.string() + " -out " +
-            q(name + ".pem"));
+        run("openssl x509 -req -days " + std::to_string(days) + " -in " + q(name + ".csr") +
+            " -CA " + q(ca + ".pem") + " -CAkey " + q(ca + ".key") + " -CAcreateserial -extfile " +
+            ext.string() + " -out " + q(name + ".pem"));
     }
 
   private:

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <fstream>
 #include <thread>
 
@@ -405,6 +406,25 @@ TEST_F(tls_test, changed_certificate_is_used_for_new_handshakes_and_a_broken_one
     tls_client third(port(), ctx);
     ASSERT_FALSE(third.handshake());
     EXPECT_EQ(third.server_cn(), "server-two");
+}
+
+// tlsCertificateExpiry_seconds reads this: the served certificate's notAfter, and the new one's
+// after a reload.
+TEST_F(tls_test, certificate_expiry_follows_the_served_certificate) {
+    listen_tls(server_options());
+    const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    constexpr std::int64_t day = 24 * 3600;
+    const auto first = contexts_->certificate_not_after();
+    ASSERT_TRUE(first.has_value());
+    EXPECT_NEAR(static_cast<double>(*first - now), 2.0 * day, 600.0);
+
+    pki_.make_cert("server", "server-two", "ca", 30);
+    ASSERT_TRUE(contexts_->check_for_changes());
+    const auto second = contexts_->certificate_not_after();
+    ASSERT_TRUE(second.has_value());
+    EXPECT_NEAR(static_cast<double>(*second - now), 30.0 * day, 600.0);
 }
 
 TEST(tls_context, bad_files_and_cipher_names_are_reported) {

@@ -60,6 +60,9 @@ Refuses values that would deploy a broken broker. Included by the StatefulSet, s
 {{- if eq .Values.mode "cluster" -}}
 {{- include "starling.validateCluster" . -}}
 {{- end -}}
+{{- if .Values.tls.enabled -}}
+{{- include "starling.validateTls" . -}}
+{{- end -}}
 {{- $drain := add (int (index .Values.config "TBMQ_GRACEFUL_SHUTDOWN_TIMEOUT_SEC" | default "10")) (int (index .Values.config "TCP_NETTY_SHUTDOWN_TIMEOUT" | default "5")) -}}
 {{- if le (int .Values.terminationGracePeriodSeconds) (int $drain) -}}
 {{- fail (printf "terminationGracePeriodSeconds: %v must exceed TBMQ_GRACEFUL_SHUTDOWN_TIMEOUT_SEC + TCP_NETTY_SHUTDOWN_TIMEOUT (%d s), or the kubelet kills the broker mid-drain" .Values.terminationGracePeriodSeconds $drain) -}}
@@ -91,6 +94,40 @@ loader accepts, and the variables the chart derives from `cluster.*` must not al
 {{- range $var, $key := dict "TB_KAFKA_SERVERS" "kafka.servers" "TB_KAFKA_PREFIX" "kafka.prefix" "TB_KAFKA_REPLICATION_FACTOR" "kafka.replicationFactor" "REDIS_HOST" "redis.host" "REDIS_PORT" "redis.port" "REDIS_DB" "redis.db" "REDIS_USERNAME" "redis.username" "REDIS_PASSWORD" "redis.existingSecret" "SPRING_DATASOURCE_URL" "postgres.url" "SPRING_DATASOURCE_USERNAME" "postgres.username" "SPRING_DATASOURCE_PASSWORD" "postgres.existingSecret" -}}
 {{- if hasKey $.Values.config $var -}}
 {{- fail (printf "config.%s: in cluster mode the chart sets %s from cluster.%s; set it there" $var $var $key) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The Secret holding the listeners' certificate: the operator's, or cert-manager's. */}}
+{{- define "starling.tlsSecretName" -}}
+{{- if .Values.tls.certManager.enabled -}}
+{{- printf "%s-tls" (include "starling.fullname" .) -}}
+{{- else -}}
+{{- .Values.tls.existingSecret -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+TLS: one source for the certificate, at least one listener, a client-auth mode the broker
+knows, and no LISTENER_SSL_* / LISTENER_WSS_* in `config` (the chart sets them).
+*/}}
+{{- define "starling.validateTls" -}}
+{{- $t := .Values.tls -}}
+{{- if eq (not $t.existingSecret) (not $t.certManager.enabled) -}}
+{{- fail "tls: set exactly one of tls.existingSecret (a kubernetes.io/tls Secret) and tls.certManager.enabled" -}}
+{{- end -}}
+{{- if and $t.certManager.enabled (or (not $t.certManager.issuerRef.name) (not $t.certManager.dnsNames)) -}}
+{{- fail "tls.certManager: needs issuerRef.name (an existing Issuer or ClusterIssuer) and at least one of dnsNames" -}}
+{{- end -}}
+{{- if not (or $t.mqtt $t.websocket) -}}
+{{- fail "tls: enabled with neither tls.mqtt nor tls.websocket" -}}
+{{- end -}}
+{{- if not (has $t.clientAuth (list "none" "requested" "required")) -}}
+{{- fail (printf "tls.clientAuth: %q is not none, requested or required" $t.clientAuth) -}}
+{{- end -}}
+{{- range $var, $_ := .Values.config -}}
+{{- if or (hasPrefix "LISTENER_SSL_" $var) (hasPrefix "LISTENER_WSS_" $var) -}}
+{{- fail (printf "config.%s: with tls.enabled the chart sets the TLS listeners from tls.*; set it there" $var) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
