@@ -49,6 +49,8 @@ int main(int argc, char** argv) {
         return 0;
     }
     base::set_log_level(cfg.starling.log_level);
+    base::set_log_format(cfg.starling.log_format == "json" ? base::log_format::json
+                                                           : base::log_format::text);
 
     // Signals are handled by the daemon's signal thread: block them in every thread first.
     sigset_t signals;

@@ -54,7 +54,8 @@ std::string_view to_string(client_auth_type type);
 struct starling_section {
     run_mode mode{};
     std::filesystem::path data_dir;
-    std::string log_level;  // one of trace, debug, info, warn, error, critical, off
+    std::string log_level;   // one of trace, debug, info, warn, error, critical, off
+    std::string log_format;  // "text" or "json" (base::log_format)
     std::chrono::seconds shutdown_timeout{};
 
     friend bool operator==(const starling_section&, const starling_section&) = default;

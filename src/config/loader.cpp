@@ -2,6 +2,7 @@
 
 #include "auth/pattern.h"
 #include "base/assert.h"
+#include "base/cgroup.h"
 #include "base/text.h"
 #include "config/datasource_url.h"
 #include "ratelimit/bandwidth_spec.h"
@@ -682,6 +683,10 @@ const std::vector<binding>& bindings() {
              not_empty),
         text({"starling.log_level", "STARLING_LOG_LEVEL", "info"}, FIELD(starling.log_level),
              known_log_level),
+        text({"starling.log_format", "STARLING_LOG_FORMAT", "text"}, FIELD(starling.log_format),
+             [](std::string_view t) {
+                 return one_of_names(t, {"text", "json"});
+             }),
         integer({"starling.shutdown_timeout_sec", "TBMQ_GRACEFUL_SHUTDOWN_TIMEOUT_SEC", "10"},
                 FIELD(starling.shutdown_timeout), {.min = 0, .max = 3600, .unit = "s"}),
         // --- service
@@ -1360,7 +1365,9 @@ std::string host_name() {
     return buffer.data();
 }
 
-std::uint32_t cores() { return std::max(1U, std::thread::hardware_concurrency()); }
+// The CPUs the process may use: a container's or pod's CPU limit, not the host's cores (a pod
+// limited to 2 CPUs on a 64-core machine must not start 64 I/O threads).
+std::uint32_t cores() { return base::available_cpus(); }
 
 // An enabled TLS listener needs readable credential files (and a trust store when client
 // certificates are asked for); failing here names the key instead of a later OpenSSL error.

@@ -1,5 +1,6 @@
 #include "metrics/process_probe.h"
 
+#include "base/cgroup.h"
 #include "base/text.h"
 
 #include <prometheus/counter.h>
@@ -9,8 +10,7 @@
 #include <unistd.h>
 
 #include <charconv>
-#include <fstream>
-#include <iterator>
+#include <filesystem>
 #include <vector>
 
 namespace starling::metrics {
@@ -24,79 +24,6 @@ std::optional<std::uint64_t> to_u64(std::string_view text) {
         return std::nullopt;
     }
     return value;
-}
-
-std::optional<std::string> read_file(const std::filesystem::path& path) {
-    std::ifstream in(path);
-    if (!in) {
-        return std::nullopt;
-    }
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-// Limits at or above this are the kernel's "no limit" (cgroup v1 prints LONG_MAX rounded down
-// to a page).
-constexpr std::uint64_t unlimited_v1 = std::uint64_t{1} << 62;
-
-std::optional<std::uint64_t> read_limit(const std::filesystem::path& file, bool v2) {
-    const auto text = read_file(file);
-    if (!text) {
-        return std::nullopt;
-    }
-    const auto value = base::trim(*text);
-    if (v2 && value == "max") {
-        return 0;
-    }
-    const auto limit = to_u64(value);
-    if (!limit) {
-        return std::nullopt;
-    }
-    return *limit >= unlimited_v1 ? 0 : *limit;
-}
-
-// The path of the process's cgroup in the hierarchy whose line starts with `prefix` ("0::" for
-// v2, or a v1 line naming the memory controller).
-std::optional<std::string> cgroup_path(std::string_view proc_self_cgroup, bool v2) {
-    std::size_t start = 0;
-    while (start < proc_self_cgroup.size()) {
-        auto end = proc_self_cgroup.find('\n', start);
-        if (end == std::string_view::npos) {
-            end = proc_self_cgroup.size();
-        }
-        const auto line = proc_self_cgroup.substr(start, end - start);
-        start = end + 1;
-        // hierarchy-id:controllers:path
-        const auto first = line.find(':');
-        const auto second = first == std::string_view::npos ? first : line.find(':', first + 1);
-        if (second == std::string_view::npos) {
-            continue;
-        }
-        const auto id = line.substr(0, first);
-        const auto controllers = line.substr(first + 1, second - first - 1);
-        const auto path = line.substr(second + 1);
-        if (v2 && id == "0" && controllers.empty()) {
-            return std::string(path);
-        }
-        if (!v2) {
-            std::size_t from = 0;
-            while (from <= controllers.size()) {
-                auto comma = controllers.find(',', from);
-                if (comma == std::string_view::npos) {
-                    comma = controllers.size();
-                }
-                if (controllers.substr(from, comma - from) == "memory") {
-                    return std::string(path);
-                }
-                from = comma + 1;
-            }
-        }
-    }
-    return std::nullopt;
-}
-
-std::filesystem::path under(const std::filesystem::path& root, std::string_view path) {
-    auto relative = std::filesystem::path(std::string(path)).relative_path();
-    return relative.empty() ? root : root / relative;
 }
 
 std::size_t count_open_fds() {
@@ -169,30 +96,6 @@ std::optional<std::uint64_t> parse_boot_time(std::string_view proc_stat_file) {
     return std::nullopt;
 }
 
-std::optional<std::uint64_t> cgroup_memory_limit(std::string_view proc_self_cgroup,
-                                                 const std::filesystem::path& cgroup_root) {
-    if (const auto path = cgroup_path(proc_self_cgroup, true)) {
-        // With a cgroup namespace the path is "/" and the root holds the container's limit;
-        // without one, the process's own directory does.
-        if (auto limit = read_limit(under(cgroup_root, *path) / "memory.max", true)) {
-            return limit;
-        }
-        if (auto limit = read_limit(cgroup_root / "memory.max", true)) {
-            return limit;
-        }
-    }
-    if (const auto path = cgroup_path(proc_self_cgroup, false)) {
-        if (auto limit =
-                read_limit(under(cgroup_root / "memory", *path) / "memory.limit_in_bytes", false)) {
-            return limit;
-        }
-        if (auto limit = read_limit(cgroup_root / "memory" / "memory.limit_in_bytes", false)) {
-            return limit;
-        }
-    }
-    return std::nullopt;
-}
-
 process_probe::process_probe(prometheus::Registry& registry)
     : cpu_seconds_(prometheus::BuildCounter()
                        .Name("process_cpu_seconds_total")
@@ -226,7 +129,7 @@ void process_probe::set_version(std::string_view version) {
 void process_probe::refresh() {
     const auto ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
     const auto page = static_cast<double>(::sysconf(_SC_PAGESIZE));
-    if (const auto text = read_file("/proc/self/stat"); text && ticks > 0) {
+    if (const auto text = base::read_text_file("/proc/self/stat"); text && ticks > 0) {
         if (const auto stat = parse_proc_stat(*text)) {
             const auto cpu = static_cast<double>(stat->utime_ticks + stat->stime_ticks) / ticks;
             if (cpu > cpu_seconds_exported_) {
@@ -236,7 +139,7 @@ void process_probe::refresh() {
             resident_bytes_.Set(static_cast<double>(stat->resident_pages) * page);
             virtual_bytes_.Set(static_cast<double>(stat->virtual_bytes));
             if (start_time_.Value() == 0) {
-                const auto boot = read_file("/proc/stat");
+                const auto boot = base::read_text_file("/proc/stat");
                 if (const auto btime = boot ? parse_boot_time(*boot) : std::nullopt) {
                     start_time_.Set(static_cast<double>(*btime) +
                                     static_cast<double>(stat->start_ticks) / ticks);
@@ -249,8 +152,8 @@ void process_probe::refresh() {
     if (::getrlimit(RLIMIT_NOFILE, &files) == 0) {
         max_fds_.Set(files.rlim_cur == RLIM_INFINITY ? 0 : static_cast<double>(files.rlim_cur));
     }
-    if (const auto cgroup = read_file("/proc/self/cgroup")) {
-        if (const auto limit = cgroup_memory_limit(*cgroup, "/sys/fs/cgroup")) {
+    if (const auto cgroup = base::read_text_file("/proc/self/cgroup")) {
+        if (const auto limit = base::cgroup_memory_limit(*cgroup, "/sys/fs/cgroup")) {
             memory_limit_.Set(static_cast<double>(*limit));
         }
     }

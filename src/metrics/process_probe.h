@@ -14,8 +14,8 @@
 // Lifecycle: owned by metrics::registry. Concurrency: refresh() runs under the registry's
 // scrape lock; set_version() from any thread.
 
+#include <cstddef>
 #include <cstdint>
-#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -46,15 +46,6 @@ std::optional<proc_stat> parse_proc_stat(std::string_view line);
 
 // The "btime" line of /proc/stat: boot time in seconds since the epoch.
 std::optional<std::uint64_t> parse_boot_time(std::string_view proc_stat_file);
-
-// The memory limit of the cgroup a process belongs to, 0 when unlimited. `proc_self_cgroup`
-// is the text of /proc/self/cgroup; `cgroup_root` is where the hierarchy is mounted
-// (/sys/fs/cgroup). cgroup v2 (the "0::<path>" line; memory.max, "max" = unlimited) first,
-// then v1 (memory/memory.limit_in_bytes; values near 2^63 mean unlimited). Inside a container
-// with its own cgroup namespace the path is "/", so the root's file is read. nullopt when no
-// limit file can be read.
-std::optional<std::uint64_t> cgroup_memory_limit(std::string_view proc_self_cgroup,
-                                                 const std::filesystem::path& cgroup_root);
 
 class process_probe {
   public:

@@ -7,10 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <optional>
-#include <random>
 #include <sstream>
 
 namespace starling::metrics {
@@ -49,54 +46,6 @@ TEST(proc_stat, truncated_or_garbled_lines_are_refused) {
 TEST(proc_stat, boot_time_comes_from_the_btime_line) {
     EXPECT_EQ(parse_boot_time("cpu  1 2 3\nbtime 1764806400\nprocesses 9\n"), 1764806400U);
     EXPECT_FALSE(parse_boot_time("cpu  1 2 3\n").has_value());
-}
-
-class cgroup_tree : public ::testing::Test {
-  protected:
-    cgroup_tree() {
-        std::random_device rd;
-        root_ = std::filesystem::temp_directory_path() /
-                ("starling-cgroup-" + std::to_string(rd()) + std::to_string(rd()));
-        std::filesystem::create_directories(root_);
-    }
-    ~cgroup_tree() override {
-        std::error_code ignored;
-        std::filesystem::remove_all(root_, ignored);
-    }
-    void write(const std::string& relative, const std::string& text) {
-        const auto file = root_ / relative;
-        std::filesystem::create_directories(file.parent_path());
-        std::ofstream(file) << text;
-    }
-    std::filesystem::path root_;
-};
-
-TEST_F(cgroup_tree, v2_limit_of_the_process_cgroup) {
-    write("kubepods/pod1/memory.max", "536870912\n");
-    write("memory.max", "max\n");
-    EXPECT_EQ(cgroup_memory_limit("0::/kubepods/pod1\n", root_), 536870912U);
-}
-
-TEST_F(cgroup_tree, v2_in_a_cgroup_namespace_reads_the_root_and_max_means_none) {
-    write("memory.max", "1073741824\n");
-    EXPECT_EQ(cgroup_memory_limit("0::/\n", root_), 1073741824U);
-    write("memory.max", "max\n");
-    EXPECT_EQ(cgroup_memory_limit("0::/\n", root_), 0U);
-}
-
-TEST_F(cgroup_tree, v1_memory_controller_and_its_unlimited_value) {
-    const std::string cgroup = "12:cpu,cpuacct:/docker/abc\n4:memory:/docker/abc\n";
-    write("memory/docker/abc/memory.limit_in_bytes", "268435456\n");
-    EXPECT_EQ(cgroup_memory_limit(cgroup, root_), 268435456U);
-    write("memory/docker/abc/memory.limit_in_bytes", "9223372036854771712\n");
-    EXPECT_EQ(cgroup_memory_limit(cgroup, root_), 0U);
-}
-
-TEST_F(cgroup_tree, no_readable_limit_is_unknown_not_zero) {
-    EXPECT_FALSE(cgroup_memory_limit("0::/\n", root_).has_value());
-    write("memory.max", "garbage\n");
-    EXPECT_FALSE(cgroup_memory_limit("0::/\n", root_).has_value());
-    EXPECT_FALSE(cgroup_memory_limit("", root_).has_value());
 }
 
 TEST(process_probe, scrape_reports_this_process) {
