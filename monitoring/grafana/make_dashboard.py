@@ -151,6 +151,8 @@ def build():
                 (rate("handshakeFailures_total", "listener, reason"), "{{listener}} {{reason}}"),
                 (rate("connectTimeouts_total", "listener, phase"), "timeout {{listener}} {{phase}}"),
                 unit="reqps"), 8, 8)
+    d.add(graph("Disconnects by reason",
+                (rate("clientDisconnects_total", "reason"), "{{reason}}"), unit="reqps"), 24, 8)
     d.add(graph("Authentication results",
                 (rate("authSuccess_total", "provider"), "ok {{provider}}"),
                 (rate("authFailures_total", "provider, reason"), "failed {{provider}} {{reason}}"),

@@ -23,6 +23,33 @@ namespace {
 constexpr std::uint32_t session_never_expires = 0xFFFFFFFF;
 constexpr std::size_t pre_connack_limit = 1000;
 
+// The clientDisconnects_total reason of a server-side DISCONNECT (or refusing CONNACK) code.
+metrics::disconnect_reason disconnect_reason_of(mqtt::reason_code code) {
+    using metrics::disconnect_reason;
+    using mqtt::reason_code;
+    switch (code) {
+        case reason_code::keep_alive_timeout:
+            return disconnect_reason::keep_alive_timeout;
+        case reason_code::session_taken_over:
+            return disconnect_reason::taken_over;
+        case reason_code::server_shutting_down:
+            return disconnect_reason::server_shutdown;
+        case reason_code::administrative_action:
+            return disconnect_reason::admin;
+        case reason_code::malformed_packet:
+        case reason_code::protocol_error:
+        case reason_code::topic_name_invalid:
+        case reason_code::topic_filter_invalid:
+        case reason_code::topic_alias_invalid:
+        case reason_code::packet_identifier_in_use:
+        case reason_code::receive_maximum_exceeded:
+        case reason_code::payload_format_invalid:
+            return disconnect_reason::protocol_error;
+        default:
+            return disconnect_reason::policy;
+    }
+}
+
 std::string_view version_name(mqtt::protocol_version v) {
     switch (v) {
         case mqtt::protocol_version::v3_1:
@@ -239,6 +266,7 @@ void client_actor::on_connect(client_msg::connect&& m) {
         }
         if (old->connack_sent) {
             core_.probe().client_disconnected();
+            core_.probe().disconnect_counted(metrics::disconnect_reason::taken_over);
         }
         spdlog::info("client disconnected: id={} address={} version={} reason=session taken over",
                      client_id_, old->channel->remote_address(), version_name(old->version));
@@ -692,6 +720,7 @@ void client_actor::on_session_moved(const std::string& session_id, const std::st
         inbound_unacked_ = 0;
         drop_held();
         core_.probe().client_disconnected();
+        core_.probe().disconnect_counted(metrics::disconnect_reason::taken_over);
         spdlog::info(
             "client disconnected: id={} address={} version={} reason=session taken over on "
             "node {}",
@@ -1906,7 +1935,7 @@ void client_actor::on_disconnect(const mqtt::disconnect& d) {
     c.will_suppressed = d.reason_code != mqtt::reason_code::disconnect_with_will_message;
     c.closing = true;
     c.channel->close();
-    end_connection("client DISCONNECT");
+    end_connection(metrics::disconnect_reason::client, "client DISCONNECT");
 }
 
 void client_actor::on_closed(client_msg::closed&& m) {
@@ -1922,7 +1951,8 @@ void client_actor::on_closed(client_msg::closed&& m) {
     }
     conn_->closing = true;
     conn_->channel->close();
-    end_connection(m.reason.empty() ? "connection closed" : m.reason);
+    end_connection(metrics::disconnect_reason::connection_lost,
+                   m.reason.empty() ? "connection closed" : m.reason);
 }
 
 void client_actor::disconnect_with(mqtt::reason_code code, std::string_view why) {
@@ -1947,7 +1977,7 @@ void client_actor::disconnect_with(mqtt::reason_code code, std::string_view why)
     }
     c.closing = true;
     c.channel->close();
-    end_connection(mqtt::to_string(code));
+    end_connection(disconnect_reason_of(code), mqtt::to_string(code));
 }
 
 void client_actor::on_writability(const client_msg::writability& w) {
@@ -2097,7 +2127,7 @@ void client_actor::on_keep_alive_timer(std::uint64_t channel_id) {
     arm_keep_alive();
 }
 
-void client_actor::end_connection(std::string_view reason) {
+void client_actor::end_connection(metrics::disconnect_reason cause, std::string_view reason) {
     if (!conn_) {
         return;
     }
@@ -2121,6 +2151,7 @@ void client_actor::end_connection(std::string_view reason) {
         return;
     }
     core_.probe().client_disconnected();
+    core_.probe().disconnect_counted(cause);
     spdlog::info("client disconnected: id={} address={} version={} reason={}", client_id_,
                  c->channel->remote_address(), version_name(c->version), reason);
 
@@ -2427,7 +2458,7 @@ void client_actor::on_shutdown(client_msg::shutdown&& m) {
         c.will_suppressed = true;  // the server is leaving, not the client
         c.closing = true;
         c.channel->close();
-        end_connection("server shutting down");
+        end_connection(metrics::disconnect_reason::server_shutdown, "server shutting down");
     }
     if (!m.done) {
         return;

@@ -313,7 +313,8 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
 
     // Connection and session end.
     void disconnect_with(mqtt::reason_code code, std::string_view why);
-    void end_connection(std::string_view reason);
+    // `cause` counts in clientDisconnects_total; `reason` is the log line's wording.
+    void end_connection(metrics::disconnect_reason cause, std::string_view reason);
     void end_session();
     void stop_actor();
     void retire();

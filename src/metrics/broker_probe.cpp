@@ -36,6 +36,15 @@ std::array<prometheus::Counter*, 3> per_qos(prometheus::Registry& registry, cons
 
 }  // namespace
 
+constexpr std::array<std::string_view, disconnect_reason_count> disconnect_reason_names{
+    "client",          "connection_lost", "keep_alive_timeout", "taken_over",
+    "server_shutdown", "admin",           "protocol_error",     "policy"};
+static_assert(static_cast<std::size_t>(disconnect_reason::policy) + 1 == disconnect_reason_count);
+
+std::string_view to_string(disconnect_reason reason) {
+    return disconnect_reason_names[static_cast<std::size_t>(reason)];
+}
+
 std::string_view to_string(drop_reason reason) {
     return drop_reason_names[static_cast<std::size_t>(reason)];
 }
@@ -71,6 +80,13 @@ broker_probe::broker_probe(prometheus::Registry& registry)
                         .Register(registry);
     for (std::size_t i = 0; i < drop_reason_count; ++i) {
         dropped_[i] = &dropped.Add({{"reason", std::string(drop_reason_names[i])}});
+    }
+    auto& disconnects = prometheus::BuildCounter()
+                            .Name("clientDisconnects_total")
+                            .Help("Connections of connected clients that ended, by reason")
+                            .Register(registry);
+    for (std::size_t i = 0; i < disconnect_reason_count; ++i) {
+        disconnects_[i] = &disconnects.Add({{"reason", std::string(disconnect_reason_names[i])}});
     }
     session_request_timeouts_ =
         &prometheus::BuildCounter()
@@ -252,6 +268,10 @@ void broker_probe::publish_sent(std::uint8_t qos) {
     if (qos <= 2) {
         sent_[qos]->Increment();
     }
+}
+
+void broker_probe::disconnect_counted(disconnect_reason reason) {
+    disconnects_[static_cast<std::size_t>(reason)]->Increment();
 }
 
 void broker_probe::message_dropped(drop_reason reason, std::uint64_t count) {

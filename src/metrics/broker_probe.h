@@ -45,6 +45,23 @@ std::string_view to_string(drop_reason reason);
 // Sets `out` to the reason whose to_string is `name`; false when there is none.
 bool drop_reason_from_string(std::string_view name, drop_reason& out);
 
+// Why a connected client's connection ended, for clientDisconnects_total{reason} (every value
+// exported from the start).
+enum class disconnect_reason : std::uint8_t {
+    client,              // the client sent DISCONNECT
+    connection_lost,     // the socket closed or failed without a DISCONNECT
+    keep_alive_timeout,  // nothing received within 1.5 × keep-alive
+    taken_over,          // a new connection with the same client id took the session
+    server_shutdown,     // the node is stopping (SIGTERM)
+    admin,               // closed through the API (administrative action)
+    protocol_error,      // malformed packet or protocol violation
+    policy,              // any other refusal: limits, quotas, authorization, packet size
+};
+
+inline constexpr std::size_t disconnect_reason_count = 8;
+
+std::string_view to_string(disconnect_reason reason);
+
 class drop_log;
 
 class broker_probe {
@@ -55,13 +72,14 @@ class broker_probe {
     broker_probe(const broker_probe&) = delete;
     broker_probe& operator=(const broker_probe&) = delete;
 
-    void client_connected();                     // connectedSessions + 1
-    void client_disconnected();                  // connectedSessions - 1
-    std::int64_t connected() const;              // connectedSessions now
-    void sessions(std::int64_t count);           // allClientSessions
-    void subscriptions(std::int64_t count);      // clientSubscriptions
-    void retained(std::int64_t count);           // retainedMessages
-    void last_will_clients(std::int64_t count);  // lastWillClients
+    void client_connected();                            // connectedSessions + 1
+    void client_disconnected();                         // connectedSessions - 1
+    void disconnect_counted(disconnect_reason reason);  // clientDisconnects_total{reason}
+    std::int64_t connected() const;                     // connectedSessions now
+    void sessions(std::int64_t count);                  // allClientSessions
+    void subscriptions(std::int64_t count);             // clientSubscriptions
+    void retained(std::int64_t count);                  // retainedMessages
+    void last_will_clients(std::int64_t count);         // lastWillClients
     // Totals since start, every QoS and reason together (the statistics series).
     std::uint64_t publishes_received() const;
     std::uint64_t publishes_sent() const;
@@ -116,6 +134,7 @@ class broker_probe {
     std::array<prometheus::Counter*, 3> received_{};
     std::array<prometheus::Counter*, 3> sent_{};
     std::array<prometheus::Counter*, drop_reason_count> dropped_{};
+    std::array<prometheus::Counter*, disconnect_reason_count> disconnects_{};
     prometheus::Counter* session_request_timeouts_ = nullptr;
     prometheus::Counter* rate_limit_store_errors_ = nullptr;
     prometheus::Gauge* cluster_sessions_ = nullptr;

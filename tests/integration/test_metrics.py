@@ -116,3 +116,44 @@ def test_health_status_gauges_mirror_the_health_endpoint(broker):
     expected = {name: float(levels[c["status"]]) for name, c in body["components"].items()}
     expected["overall"] = float(levels[body["status"]])
     assert gauges == expected
+
+
+def test_disconnects_are_counted_by_reason(broker, uid):
+    """clientDisconnects_total{reason}: a DISCONNECT, a dropped socket, a keep-alive timeout, a
+    takeover and a malformed packet each count under their own reason."""
+    from starling_it import codec
+    from starling_it.raw_client import RawClient
+
+    reasons = ("client", "connection_lost", "keep_alive_timeout", "taken_over",
+               "protocol_error", "server_shutdown", "admin", "policy")
+    before = {r: metric_sum(broker.metrics(), "clientDisconnects_total", reason=r)
+              for r in reasons}
+
+    def raw(client_id: str, **kwargs) -> RawClient:
+        c = RawClient(broker.host, broker.port)
+        assert c.connect(client_id, **kwargs).reason_code == 0
+        return c
+
+    raw(f"{uid}-bye").disconnect()
+    raw(f"{uid}-gone").abort()
+    silent = raw(f"{uid}-silent", keep_alive=1)
+    silent.expect_disconnect(timeout=10)  # 0x8D after 1.5 s of silence
+    first = raw(f"{uid}-twice")
+    second = raw(f"{uid}-twice")
+    first.expect_disconnect()  # 0x8E to the first connection
+    second.disconnect()
+    broken = raw(f"{uid}-broken")
+    broken.send(b"\x30\x02\x00\x05")  # PUBLISH whose topic length runs past the packet
+    broken.expect_closed()
+
+    expected = {"client": 2, "connection_lost": 1, "keep_alive_timeout": 1, "taken_over": 1,
+                "protocol_error": 1}
+    deadline = time.monotonic() + 10
+    while True:
+        after = {r: metric_sum(broker.metrics(), "clientDisconnects_total", reason=r)
+                 for r in reasons}
+        delta = {r: after[r] - before[r] for r in reasons if after[r] != before[r]}
+        if delta == expected or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)  # the counts land when the client actors process the closes
+    assert delta == expected

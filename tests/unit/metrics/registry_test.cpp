@@ -32,6 +32,7 @@ TEST(metrics_registry, every_metric_is_exposed_with_help_and_type) {
         {"incomingPublishMsgs_total", "counter"},
         {"outgoingPublishMsgs_total", "counter"},
         {"droppedMsgs_total", "counter"},
+        {"clientDisconnects_total", "counter"},
         {"clusterSessionRequestTimeouts_total", "counter"},
         {"messageLog_produceAckLatency_seconds", "histogram"},
         {"messageLog_produceFailed_total", "counter"},
