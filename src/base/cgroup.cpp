@@ -5,7 +5,6 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <iterator>
@@ -13,17 +12,6 @@
 
 namespace starling::base {
 namespace {
-
-template <class Number>
-std::optional<Number> parse_number(std::string_view text) {
-    Number value{};
-    const auto* end = text.data() + text.size();
-    const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-    if (ec != std::errc{} || ptr != end) {
-        return std::nullopt;
-    }
-    return value;
-}
 
 // Limits at or above this are the kernel's "no limit" (cgroup v1 prints LONG_MAX rounded down
 // to a page).

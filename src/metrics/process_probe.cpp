@@ -9,22 +9,11 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <charconv>
 #include <filesystem>
 #include <vector>
 
 namespace starling::metrics {
 namespace {
-
-std::optional<std::uint64_t> to_u64(std::string_view text) {
-    std::uint64_t value = 0;
-    const auto* end = text.data() + text.size();
-    const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-    if (ec != std::errc{} || ptr != end) {
-        return std::nullopt;
-    }
-    return value;
-}
 
 std::size_t count_open_fds() {
     std::error_code ec;
@@ -67,7 +56,8 @@ std::optional<proc_stat> parse_proc_stat(std::string_view line) {
     }
     const auto field = [&](std::size_t number) -> std::optional<std::uint64_t> {
         const auto index = number - 3;
-        return index < fields.size() ? to_u64(fields[index]) : std::nullopt;
+        return index < fields.size() ? base::parse_number<std::uint64_t>(fields[index])
+                                     : std::nullopt;
     };
     const auto utime = field(14);
     const auto stime = field(15);
@@ -89,7 +79,7 @@ std::optional<std::uint64_t> parse_boot_time(std::string_view proc_stat_file) {
         }
         const auto line = proc_stat_file.substr(start, end - start);
         if (line.starts_with("btime ")) {
-            return to_u64(base::trim(line.substr(6)));
+            return base::parse_number<std::uint64_t>(base::trim(line.substr(6)));
         }
         start = end + 1;
     }

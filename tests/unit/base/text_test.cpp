@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 namespace starling::base {
 namespace {
 
@@ -17,6 +19,15 @@ TEST(base_trim, strips_blanks_at_both_ends_only) {
 TEST(base_trim, custom_blanks_keep_the_others) {
     EXPECT_EQ(trim(" \tmqtt\n\t ", " \t"), "mqtt\n");
     EXPECT_EQ(trim("--x--", "-"), "x");
+}
+
+TEST(base_parse_number, whole_text_only) {
+    EXPECT_EQ(parse_number<std::uint64_t>("536870912"), 536870912U);
+    EXPECT_EQ(parse_number<std::int64_t>("-1"), -1);
+    EXPECT_FALSE(parse_number<std::uint64_t>("-1").has_value());
+    EXPECT_FALSE(parse_number<std::uint64_t>("12 ").has_value());
+    EXPECT_FALSE(parse_number<std::uint64_t>("max").has_value());
+    EXPECT_FALSE(parse_number<std::uint64_t>("").has_value());
 }
 
 static_assert(trim("  compile time ") == "compile time");
