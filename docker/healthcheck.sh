@@ -6,27 +6,13 @@
 # prints (status line and health JSON) is what `docker inspect` shows as the check's output.
 #
 # The port is the one the running daemon wrote to <data_dir>/listeners.json (correct even with
-# HTTP_BIND_PORT=0), else HTTP_BIND_PORT, else 8083. STARLING_HEALTHCHECK_TIMEOUT (seconds,
-# default 4) bounds each read; keep it below the HEALTHCHECK --timeout.
+# HTTP_BIND_PORT=0), else HTTP_BIND_PORT, else 8083 (starling-http-address.sh, installed next to
+# it). STARLING_HEALTHCHECK_TIMEOUT (seconds, default 4) bounds each read; keep it below the
+# HEALTHCHECK --timeout.
 set -uo pipefail
 
-port="${HTTP_BIND_PORT:-8083}"
-listeners="${STARLING_DATA_DIR:-/data}/listeners.json"
-if [[ -r "$listeners" ]]; then
-    # {"mqtt_tcp": 1883, "http": 8083}
-    if [[ "$(<"$listeners")" =~ \"http\":\ *([0-9]+) ]]; then
-        port="${BASH_REMATCH[1]}"
-    fi
-fi
-
-# A wildcard bind address is reached through loopback; a specific one only through itself.
-host="${HTTP_BIND_ADDRESS:-0.0.0.0}"
-case "$host" in
-    "" | 0.0.0.0) host=127.0.0.1 ;;
-    "::" | "[::]") host=::1 ;;
-esac
-host="${host#[}"
-host="${host%]}"
+# shellcheck source=docker/starling-http-address.sh
+source "$(dirname "${BASH_SOURCE[0]}")/starling-http-address.sh"
 
 read_timeout="${STARLING_HEALTHCHECK_TIMEOUT:-4}"
 request=$'GET /actuator/health HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\nConnection: close\r\n\r\n'

@@ -693,6 +693,11 @@ def check_helm_cluster(path, expect_replicas, external_secrets):
         problem(f"StatefulSet: replicas {spec.get('replicas')}, expected {expect_replicas}")
     if spec.get("podManagementPolicy") != "Parallel":
         problem("StatefulSet: cluster nodes are identical; podManagementPolicy should be Parallel")
+    # Rendered with rollingUpdatePartition=2: a canary of the highest ordinal only.
+    partition = ((spec.get("updateStrategy") or {}).get("rollingUpdate") or {}).get("partition")
+    if partition != expect_replicas - 1:
+        problem(f"StatefulSet: rollingUpdate.partition {partition!r}, expected "
+                f"{expect_replicas - 1} (values rollingUpdatePartition)")
     if spec.get("volumeClaimTemplates"):
         problem("StatefulSet: cluster nodes keep nothing durable on /data; no PVC expected")
     c = [c for c in spec["template"]["spec"]["containers"] if c["name"] == "starling"][0]
@@ -1518,6 +1523,38 @@ def check_helm_tls(path, secret, ws_port):
     finish("ports 8883/8085, Secret mounted, listener variables, PrometheusRule, dashboard")
 
 
+def check_helm_drain(path, grace_needed):
+    """The chart rendered with drain.enabled: a preStop hook running the script the image
+    installs (docker/Dockerfile COPYs docker/drain.sh there), the drain variables in the
+    ConfigMap, the admin token from the Secret, and a grace period above the drain's wait plus
+    the shutdown (`grace_needed`)."""
+    docs = [d for d in yaml.safe_load_all(open(path)) if d]
+    sts = [d for d in docs if d["kind"] == "StatefulSet"][0]["spec"]["template"]["spec"]
+    c = [c for c in sts["containers"] if c["name"] == "starling"][0]
+    grace = sts.get("terminationGracePeriodSeconds", 30)
+    if grace <= grace_needed:
+        problem(f"terminationGracePeriodSeconds {grace} <= drain wait + shutdown {grace_needed}")
+    command = (((c.get("lifecycle") or {}).get("preStop") or {}).get("exec") or {}).get("command")
+    if not command or command[0] != "/usr/local/bin/starling-drain":
+        problem(f"preStop exec command {command!r}, not /usr/local/bin/starling-drain")
+    elif len(command) != 2 or not command[1].isdigit() or int(command[1]) >= grace:
+        problem(f"preStop {command!r}: the wait must be a number of seconds in the grace period")
+    dockerfile = open(os.path.join(ROOT, "docker/Dockerfile")).read()
+    if not re.search(r"^COPY docker/drain\.sh /usr/local/bin/starling-drain$", dockerfile, re.M):
+        problem("docker/Dockerfile does not install docker/drain.sh as starling-drain")
+    env = {}
+    for cm in (d for d in docs if d["kind"] == "ConfigMap"):
+        if cm["metadata"]["name"].endswith("-env"):
+            env = cm["data"]
+    for var in ("STARLING_DRAIN_RATE", "STARLING_DRAIN_SERVER_REFERENCE"):
+        if var not in env:
+            problem(f"{var} missing from the ConfigMap")
+    if not any(e.get("name") == "SECURITY_ADMIN_TOKEN" and "valueFrom" in e
+               for e in c.get("env", [])):
+        problem("SECURITY_ADMIN_TOKEN does not come from a Secret: the hook cannot authenticate")
+    finish(f"preStop starling-drain, drain variables, token from the Secret, grace {grace} s")
+
+
 if __name__ == "__main__":
     globals()[sys.argv[1]](*[None if a == "-" else (int(a) if a.isdigit() else a)
                              for a in sys.argv[2:]])
@@ -1552,10 +1589,13 @@ expect_reject() {
 
 # ---------------------------------------------------------------------------------------------
 echo "=== shell scripts"
-run_check "bash -n docker/healthcheck.sh scripts/validate-deploy.sh" \
-    bash -c 'bash -n docker/healthcheck.sh && bash -n scripts/validate-deploy.sh && echo syntax ok'
+run_check "bash -n docker/healthcheck.sh docker/drain.sh scripts/validate-deploy.sh" \
+    bash -c 'bash -n docker/healthcheck.sh && bash -n docker/drain.sh &&
+        bash -n docker/starling-http-address.sh &&
+        bash -n scripts/validate-deploy.sh && echo syntax ok'
 if shellcheck_bin="$(find_tool shellcheck)"; then
-    run_check "shellcheck" "$shellcheck_bin" -S warning docker/healthcheck.sh scripts/validate-deploy.sh
+    run_check "shellcheck" "$shellcheck_bin" -x -S warning docker/healthcheck.sh docker/drain.sh \
+        docker/starling-http-address.sh scripts/validate-deploy.sh
 else
     skip "shellcheck" "not installed (apt-get install shellcheck)"
 fi
@@ -1836,14 +1876,16 @@ if [[ -n "$helm" ]]; then
     render cluster --set mode=cluster --set replicaCount=3 \
         --set cluster.postgres.existingSecret=starling-postgres \
         --set cluster.redis.existingSecret=starling-redis \
-        --set metrics.serviceMonitor.enabled=true
+        --set metrics.serviceMonitor.enabled=true --set rollingUpdatePartition=2
     # TLS from an existing Secret, with mTLS, a WebSocket port of its own, the admin Secret, an
     # extra volume, the PrometheusRule and the dashboard; then TLS from cert-manager.
     render tls --set tls.enabled=true --set tls.existingSecret=starling-tls \
         --set tls.clientAuth=required --set ports.ws=9084 --set admin.existingSecret=starling-admin \
         --set metrics.prometheusRule.enabled=true --set metrics.grafanaDashboard.enabled=true \
         --set 'extraVolumes[0].name=jwks' --set 'extraVolumes[0].configMap.name=jwks' \
-        --set 'extraVolumeMounts[0].name=jwks' --set 'extraVolumeMounts[0].mountPath=/etc/starling/jwks'
+        --set 'extraVolumeMounts[0].name=jwks' --set 'extraVolumeMounts[0].mountPath=/etc/starling/jwks' \
+        --set drain.enabled=true --set drain.serverReference=mqtt.example.com:1883 \
+        --set drain.timeoutSeconds=60 --set terminationGracePeriodSeconds=90
     render cert-manager --set mode=cluster --set replicaCount=3 \
         --set cluster.postgres.existingSecret=starling-postgres --set tls.enabled=true \
         --set tls.certManager.enabled=true --set tls.certManager.issuerRef.name=letsencrypt \
@@ -1871,6 +1913,12 @@ if [[ -n "$helm" ]]; then
         run_check "helm (tls) ports, Secret volume, listener variables, rules, dashboard" \
             deploycheck check_helm_tls "$work/helm-tls.yaml" starling-tls 9084
         run_check "helm (tls) structure" deploycheck check_k8s "$work/helm-tls.yaml" docker/Dockerfile 1
+        # 60 s of drain wait + 10 s shutdown + 5 s listener close.
+        run_check "helm (tls) preStop drain" deploycheck check_helm_drain "$work/helm-tls.yaml" 75
+        sed 's#/usr/local/bin/starling-drain#/usr/local/bin/drain#' "$work/helm-tls.yaml" \
+            >"$work/bad-helm-drain.yaml"
+        expect_reject "helm (tls) check: a preStop command the image does not have" \
+            deploycheck check_helm_drain "$work/bad-helm-drain.yaml" 75
         sed 's#/etc/starling/tls/tls.key#/etc/starling/tls.key#' "$work/helm-tls.yaml" >"$work/bad-helm-tls.yaml"
         expect_reject "helm (tls) check: a key path outside the mounted Secret" \
             deploycheck check_helm_tls "$work/bad-helm-tls.yaml" starling-tls 9084
@@ -1901,6 +1949,12 @@ if [[ -n "$helm" ]]; then
         --set cluster.postgres.existingSecret=s --set config.REDIS_HOST=other
     refuse "a grace period shorter than the drain" --set terminationGracePeriodSeconds=12
     refuse "an unknown mode" --set mode=standalone
+    refuse "a drain without the admin token's Secret" --set drain.enabled=true \
+        --set terminationGracePeriodSeconds=90
+    refuse "a grace period shorter than the drain's wait and the shutdown" --set drain.enabled=true \
+        --set admin.existingSecret=a --set drain.timeoutSeconds=60 --set terminationGracePeriodSeconds=70
+    refuse "a drain variable set in config too" --set drain.enabled=true --set admin.existingSecret=a \
+        --set terminationGracePeriodSeconds=90 --set config.STARLING_DRAIN_RATE=5
     refuse "TLS without a certificate source" --set tls.enabled=true
     refuse "TLS with both a Secret and cert-manager" --set tls.enabled=true --set tls.existingSecret=s \
         --set tls.certManager.enabled=true --set tls.certManager.issuerRef.name=i \

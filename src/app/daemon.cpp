@@ -18,6 +18,7 @@
 #include "broker/mqtt_connection.h"
 #include "broker/node.h"
 #include "broker/node_directory.h"
+#include "broker/node_drain.h"
 #include "broker/session_admin.h"
 #include "broker/stats_history.h"
 #include "broker/topics.h"
@@ -29,6 +30,7 @@
 #include "http/client_session_api.h"
 #include "http/cluster_info_api.h"
 #include "http/credentials_api.h"
+#include "http/drain_api.h"
 #include "http/drops_api.h"
 #include "http/health.h"
 #include "http/log_level_api.h"
@@ -329,6 +331,10 @@ struct daemon::parts {
     // /api/client-session's view of and actions on the node's sessions; after the node, before
     // the HTTP servers whose routes use it.
     std::unique_ptr<broker::session_admin> session_admin;
+    // POST /api/app/drain: closes the listeners below and the node's connections at a bounded
+    // rate. Stopped first in stop(); declared before the listeners it closes, so destroyed
+    // after them.
+    std::unique_ptr<broker::node_drain> drain;
     // The cluster's nodes for /api/app/cluster-info (started in cluster mode only: embedded,
     // it answers with this node alone). Stopped before the node, so its tombstone reaches the
     // log.
@@ -615,6 +621,7 @@ void daemon::start() {
     http::add_subscription_routes(api,
                                   subscription_admin(*p.session_admin, p.node->core(), access));
     http::add_publish_routes(api, publish_admin(p.node->core(), access));
+    add_drain(api);
     http::add_cluster_info_routes(
         api, http::cluster_info_api{.nodes =
                                         [d = p.nodes.get()] {
@@ -802,8 +809,76 @@ void daemon::start() {
         p.http_api ? std::optional<std::uint16_t>(p.http_api->local_port()) : std::nullopt);
 }
 
+void daemon::add_drain(http::router& api) {
+    auto& p = *parts_;
+    auto& sessions = p.node->core().sessions();
+    p.drain = std::make_unique<broker::node_drain>(broker::node_drain::hooks{
+        .stop_accepting =
+            [&p] {
+                p.health.set_lifecycle(http::lifecycle::draining);  // readiness DOWN first
+                for (auto& [name, listener] : p.mqtt) {
+                    listener->stop();
+                }
+            },
+        .connected =
+            [&sessions] {
+                std::vector<std::string> ids;
+                sessions.for_each_actor([&ids](const std::shared_ptr<broker::client_actor>& a) {
+                    if (a->connected()) {
+                        ids.push_back(a->client_id());
+                    }
+                });
+                return ids;
+            },
+        .disconnect =
+            [&sessions](const std::string& client_id, const std::string& server_reference,
+                        std::function<void(bool)> closed) {
+                if (auto actor = sessions.find_actor(client_id)) {
+                    actor->drain_disconnect(server_reference, std::move(closed));
+                } else {
+                    closed(false);
+                }
+            },
+        .now_ms = [] { return system_clock::instance().epoch_ms(); }});
+    http::add_drain_routes(
+        api, http::drain_api{
+                 .start =
+                     [&p, this](const http::drain_request& req) {
+                         // The listeners are all open once the node runs (set after they opened).
+                         if (p.health.current_lifecycle() == http::lifecycle::draining) {
+                             return http::drain_start::already_draining;
+                         }
+                         if (p.health.current_lifecycle() != http::lifecycle::running) {
+                             return http::drain_start::not_serving;
+                         }
+                         broker::node_drain::options opts;
+                         opts.rate = req.rate.value_or(cfg_.starling.drain_rate);
+                         opts.server_reference =
+                             req.server_reference.value_or(cfg_.starling.drain_server_reference);
+                         return p.drain->start(std::move(opts))
+                                    ? http::drain_start::started
+                                    : http::drain_start::already_draining;
+                     },
+                 .progress =
+                     [&p] {
+                         const auto now = p.drain->current();
+                         return http::drain_progress_view{
+                             .state = std::string(broker::to_string(now.current)),
+                             .started_at_ms = now.started_at_ms,
+                             .drained_at_ms = now.drained_at_ms,
+                             .disconnected = now.disconnected,
+                             .remaining = now.remaining,
+                             .rate = now.rate,
+                             .server_reference = now.server_reference};
+                     },
+                 .access = p.admin.access});
+}
+
 void daemon::stop() {
     auto& p = *parts_;
+    if (p.drain) {
+        p.drain->stop();  // before the lifecycle below: a drain's own change must not follow it
+    }
     p.health.set_lifecycle(http::lifecycle::stopping);
     for (auto& [name, listener] : p.mqtt) {
         listener->stop();  // no new connections; the node below drains the open ones

@@ -16,6 +16,10 @@
 #include <string>
 #include <string_view>
 
+namespace starling::http {
+class router;
+}  // namespace starling::http
+
 namespace starling::app {
 
 // SIGTERM or SIGINT arrived while start() waited for a store: nothing is serving yet, so the
@@ -36,6 +40,8 @@ class daemon {
     void stop();
 
   private:
+    // POST/GET /api/app/drain and the node_drain behind them (after the node exists).
+    void add_drain(http::router& api);
     void open_embedded_stores();  // SQLite device inbox and metadata under data_dir
     void open_cluster_stores();   // Redis device inbox, PostgreSQL metadata
     // Runs `attempt` (nullopt = done, else the error to log and report) until it succeeds,

@@ -2446,19 +2446,50 @@ void client_actor::restore_offline_session(std::uint32_t session_expiry_interval
     });
 }
 
+void client_actor::leave_connection(mqtt::reason_code code, std::string_view why,
+                                    std::string server_reference,
+                                    metrics::disconnect_reason reason) {
+    connection_state& c = *conn_;
+    if (c.v5() && c.connack_sent) {
+        mqtt::disconnect d;
+        d.reason_code = code;
+        d.properties.reason_string = std::string(why);
+        if (!server_reference.empty()) {
+            d.properties.server_reference = std::move(server_reference);
+        }
+        send_packet(d);
+    }
+    c.will_suppressed = true;  // the server is leaving, not the client
+    c.closing = true;
+    c.channel->close();
+    end_connection(reason, why);
+}
+
+void client_actor::drain_disconnect(std::string server_reference, std::function<void(bool)> done) {
+    auto shared_done = std::make_shared<std::function<void(bool)>>(std::move(done));
+    const bool posted = post_admin(
+        [server_reference = std::move(server_reference), shared_done](client_actor& a) mutable {
+            const bool acted = !a.stopped_ && a.conn_ && a.conn_->connack_sent && !a.conn_->closing;
+            if (acted) {
+                spdlog::debug("client {}: disconnected, the node drains", a.client_id_);
+                const auto code = server_reference.empty() ? mqtt::reason_code::server_shutting_down
+                                                           : mqtt::reason_code::use_another_server;
+                a.leave_connection(code, "the node is draining", std::move(server_reference),
+                                   metrics::disconnect_reason::drained);
+            }
+            if (*shared_done) {
+                (*shared_done)(acted);
+            }
+        });
+    if (!posted && *shared_done) {
+        (*shared_done)(false);
+    }
+}
+
 void client_actor::on_shutdown(client_msg::shutdown&& m) {
     if (conn_) {
-        connection_state& c = *conn_;
-        if (c.v5() && c.connack_sent) {
-            mqtt::disconnect d;
-            d.reason_code = mqtt::reason_code::server_shutting_down;
-            d.properties.reason_string = "server shutting down";
-            send_packet(d);
-        }
-        c.will_suppressed = true;  // the server is leaving, not the client
-        c.closing = true;
-        c.channel->close();
-        end_connection(metrics::disconnect_reason::server_shutdown, "server shutting down");
+        leave_connection(mqtt::reason_code::server_shutting_down, "server shutting down", {},
+                         metrics::disconnect_reason::server_shutdown);
     }
     if (!m.done) {
         return;

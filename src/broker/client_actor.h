@@ -185,6 +185,12 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     //   admin_end_session: the offline session ends now, as its expiry would (refused while a
     //     connection holds it).
     void admin_disconnect(std::string session_id, std::function<void(bool)> done = {});
+    // Node drain (broker/node_drain.h): the connection closes so that the client reconnects to
+    // another node — DISCONNECT 0x9C Use another server carrying `server_reference` to a v5
+    // client (0x8B Server shutting down when it is empty), a close to v3. As at shutdown, the
+    // will does not go (the server leaves, not the client) and a persistent session stays.
+    // `done(true)` when a connection that had its CONNACK was closed. Thread-safe.
+    void drain_disconnect(std::string server_reference, std::function<void(bool)> done = {});
     void admin_end_session(std::string session_id, std::function<void(bool)> done = {});
     // Management API: the session's subscriptions become exactly `subscriptions` (already
     // checked by the caller: valid filters, granted QoS). Those no longer listed are removed,
@@ -313,6 +319,10 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
 
     // Connection and session end.
     void disconnect_with(mqtt::reason_code code, std::string_view why);
+    // The server leaves (shutdown, drain): DISCONNECT `code` to a v5 client that had its
+    // CONNACK, no will, the connection closes and ends with `reason`.
+    void leave_connection(mqtt::reason_code code, std::string_view why,
+                          std::string server_reference, metrics::disconnect_reason reason);
     // `cause` counts in clientDisconnects_total; `reason` is the log line's wording.
     void end_connection(metrics::disconnect_reason cause, std::string_view reason);
     void end_session();

@@ -57,6 +57,10 @@ struct starling_section {
     std::string log_level;   // one of trace, debug, info, warn, error, critical, off
     std::string log_format;  // "text" or "json" (base::log_format)
     std::chrono::seconds shutdown_timeout{};
+    // POST /api/app/drain: connections closed per second, and the MQTT 5 Server Reference
+    // they are sent to (empty: DISCONNECT 0x8B Server shutting down, no reference).
+    std::uint32_t drain_rate{};
+    std::string drain_server_reference;
 
     friend bool operator==(const starling_section&, const starling_section&) = default;
 };

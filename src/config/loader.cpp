@@ -689,6 +689,10 @@ const std::vector<binding>& bindings() {
              }),
         integer({"starling.shutdown_timeout_sec", "TBMQ_GRACEFUL_SHUTDOWN_TIMEOUT_SEC", "10"},
                 FIELD(starling.shutdown_timeout), {.min = 0, .max = 3600, .unit = "s"}),
+        integer({"starling.drain.rate", "STARLING_DRAIN_RATE", "500"}, FIELD(starling.drain_rate),
+                {.min = 1, .max = 1000000, .unit = "connections/s"}),
+        text({"starling.drain.server_reference", "STARLING_DRAIN_SERVER_REFERENCE", ""},
+             FIELD(starling.drain_server_reference)),
         // --- service
         text({"service.id", "TB_SERVICE_ID", ""}, FIELD(service.id), topic_name_part),
         integer({"service.heartbeat-interval", "TB_SERVICE_HEARTBEAT_INTERVAL", "5000"},

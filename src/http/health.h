@@ -53,7 +53,8 @@ struct disk_space_reading {
 component_health disk_space_health(const disk_space_reading& reading);
 
 // Where the node is in its life; anything but running reports at least OUT_OF_SERVICE.
-enum class lifecycle : std::uint8_t { starting, running, stopping };
+// draining: POST /api/app/drain took the node out of service (readiness DOWN, liveness UP).
+enum class lifecycle : std::uint8_t { starting, running, draining, stopping };
 
 struct health_report {
     health_status status = health_status::up;

@@ -37,9 +37,10 @@ std::array<prometheus::Counter*, 3> per_qos(prometheus::Registry& registry, cons
 }  // namespace
 
 constexpr std::array<std::string_view, disconnect_reason_count> disconnect_reason_names{
-    "client",          "connection_lost", "keep_alive_timeout", "taken_over",
-    "server_shutdown", "admin",           "protocol_error",     "policy"};
-static_assert(static_cast<std::size_t>(disconnect_reason::policy) + 1 == disconnect_reason_count);
+    "client",         "connection_lost", "keep_alive_timeout",
+    "taken_over",     "server_shutdown", "admin",
+    "protocol_error", "policy",          "drained"};
+static_assert(static_cast<std::size_t>(disconnect_reason::drained) + 1 == disconnect_reason_count);
 
 std::string_view to_string(disconnect_reason reason) {
     return disconnect_reason_names[static_cast<std::size_t>(reason)];

@@ -56,9 +56,10 @@ enum class disconnect_reason : std::uint8_t {
     admin,               // closed through the API (administrative action)
     protocol_error,      // malformed packet or protocol violation
     policy,              // any other refusal: limits, quotas, authorization, packet size
+    drained,             // the node is draining (POST /api/app/drain) and moved the client away
 };
 
-inline constexpr std::size_t disconnect_reason_count = 8;
+inline constexpr std::size_t disconnect_reason_count = 9;
 
 std::string_view to_string(disconnect_reason reason);
 

@@ -10,7 +10,8 @@ created (credentials, blocked-client rules, retained messages, shared subscripti
 operations run POST and PUT first, then GET, then DELETE. Two MQTT clients, one of them with a
 persistent session and subscriptions, stay connected so that the session and subscription
 answers have rows. No operation is left out: the daemon is private to this module, and none can
-take the API away (the token is configuration, not state).
+take the API away (the token is configuration, not state). Draining (POST /api/app/drain)
+runs last: it takes the node out of service for good, as it should.
 
 Bounded for CI: the generation is derandomized (the same requests on every run), with
 STARLING_API_FUZZ_EXAMPLES requests per operation and kind of data (default 40; the module
@@ -92,13 +93,18 @@ FIELD_VALUES = st.text(
 ).map(lambda s: s.strip(" \t"))
 
 METHOD_ORDER = ("POST", "PUT", "PATCH", "GET", "DELETE")
+# After every other operation: draining takes the node out of service for good (its MQTT
+# clients go, readiness is OUT_OF_SERVICE), which is what it is for.
+LAST = {("POST", "/api/app/drain")}
 
 
 def ordered_operations() -> list[tuple[str, str]]:
     """The operations of docs/openapi.json (the served document is the same: test_openapi.py),
     POST and PUT first, then GET, then DELETE; in the document's order within each."""
     ops = openapi.operations()
-    return sorted(ops, key=lambda op: (METHOD_ORDER.index(op[0]), ops.index(op)))
+    return sorted(
+        ops, key=lambda op: (op in LAST, METHOD_ORDER.index(op[0]), ops.index(op))
+    )
 
 
 def operation_params() -> list:
@@ -128,6 +134,13 @@ class Api:
             ),
         )
 
+    def drained(self) -> bool:
+        try:
+            r = requests.get(f"{self.base_url}/api/app/drain", headers=AUTH, timeout=10)
+        except requests.RequestException:
+            return False
+        return r.status_code == 200 and r.json().get("state") != "SERVING"
+
     def problem(self) -> str | None:
         """None when the daemon runs and GET /actuator/health answers 200 with status UP, else
         what is wrong."""
@@ -137,6 +150,10 @@ class Api:
             status, body = self.broker.health()
         except OSError as e:
             return f"starlingd runs, but GET /actuator/health failed: {e!r}"
+        if self.drained():
+            # A drained node is out of service on purpose; it must still answer.
+            if status == 503 and isinstance(body, dict) and body.get("status") == "OUT_OF_SERVICE":
+                return None
         if status != 200 or not isinstance(body, dict) or body.get("status") != "UP":
             return f"GET /actuator/health answered {status} {body!r}"
         return None

@@ -96,6 +96,7 @@ class DisconnectInfo:
     from_server: bool  # True when the server sent a DISCONNECT packet
     reason_code: int
     properties: dict[str, Any]
+    at: float = 0.0  # time.monotonic() when the client saw the connection end
 
 
 @dataclass
@@ -207,6 +208,7 @@ class MqttClient:
             bool(flags.is_disconnect_packet_from_server),
             _rc_value(reason_code),
             props_to_dict(properties),
+            time.monotonic(),
         )
         self._disconnected.set()
         self._connected.set()  # wake a connect() waiting for a CONNACK that never came

@@ -15,6 +15,10 @@ TEST(http_health_registry, reports_out_of_service_until_running) {
     EXPECT_EQ(health.evaluate().status, health_status::out_of_service);
     health.set_lifecycle(lifecycle::running);
     EXPECT_EQ(health.evaluate().status, health_status::up);
+    // A draining node is not ready, and still alive (nothing may restart it mid-drain).
+    health.set_lifecycle(lifecycle::draining);
+    EXPECT_EQ(health.evaluate().status, health_status::out_of_service);
+    EXPECT_EQ(health.evaluate_liveness().status, health_status::up);
     health.set_lifecycle(lifecycle::stopping);
     const auto report = health.evaluate();
     EXPECT_EQ(report.status, health_status::out_of_service);

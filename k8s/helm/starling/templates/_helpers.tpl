@@ -67,6 +67,9 @@ Refuses values that would deploy a broken broker. Included by the StatefulSet, s
 {{- if le (int .Values.terminationGracePeriodSeconds) (int $drain) -}}
 {{- fail (printf "terminationGracePeriodSeconds: %v must exceed TBMQ_GRACEFUL_SHUTDOWN_TIMEOUT_SEC + TCP_NETTY_SHUTDOWN_TIMEOUT (%d s), or the kubelet kills the broker mid-drain" .Values.terminationGracePeriodSeconds $drain) -}}
 {{- end -}}
+{{- if .Values.drain.enabled -}}
+{{- include "starling.validateDrain" (dict "Values" .Values "shutdown" $drain) -}}
+{{- end -}}
 {{- end -}}
 
 {{/*
@@ -128,6 +131,33 @@ knows, and no LISTENER_SSL_* / LISTENER_WSS_* in `config` (the chart sets them).
 {{- range $var, $_ := .Values.config -}}
 {{- if or (hasPrefix "LISTENER_SSL_" $var) (hasPrefix "LISTENER_WSS_" $var) -}}
 {{- fail (printf "config.%s: with tls.enabled the chart sets the TLS listeners from tls.*; set it there" $var) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+drain.enabled: the hook needs the admin token, a positive rate and wait, and the grace period
+must hold the wait and the shutdown after it; the variables it sets must not also be in
+`config`.
+*/}}
+{{- define "starling.validateDrain" -}}
+{{- $d := .Values.drain -}}
+{{- if not .Values.admin.existingSecret -}}
+{{- fail "drain.enabled: the preStop hook calls POST /api/app/drain with SECURITY_ADMIN_TOKEN; set admin.existingSecret (with the admin.tokenKey entry)" -}}
+{{- end -}}
+{{- if le (float64 $d.rate) 0.0 -}}
+{{- fail (printf "drain.rate: %v must be above 0 (connections per second)" $d.rate) -}}
+{{- end -}}
+{{- if le (int $d.timeoutSeconds) 0 -}}
+{{- fail (printf "drain.timeoutSeconds: %v must be above 0" $d.timeoutSeconds) -}}
+{{- end -}}
+{{- $need := add (int $d.timeoutSeconds) (int .shutdown) -}}
+{{- if le (int .Values.terminationGracePeriodSeconds) (int $need) -}}
+{{- fail (printf "terminationGracePeriodSeconds: %v must exceed drain.timeoutSeconds + TBMQ_GRACEFUL_SHUTDOWN_TIMEOUT_SEC + TCP_NETTY_SHUTDOWN_TIMEOUT (%d s): the preStop drain and the shutdown share it" .Values.terminationGracePeriodSeconds $need) -}}
+{{- end -}}
+{{- range $var := list "STARLING_DRAIN_RATE" "STARLING_DRAIN_SERVER_REFERENCE" -}}
+{{- if hasKey $.Values.config $var -}}
+{{- fail (printf "config.%s: set by the chart from drain.*; remove it from config" $var) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
