@@ -1523,6 +1523,37 @@ def check_helm_tls(path, secret, ws_port):
     finish("ports 8883/8085, Secret mounted, listener variables, PrometheusRule, dashboard")
 
 
+def check_helm_sentinel(path, master, sentinels):
+    """The chart rendered with cluster.redis.sentinel.*: the nodes are told the sentinel
+    connection type, master and sentinels the loader parses (host:port list), inbox writes wait
+    for a replica, the sentinels' password may come from the Redis Secret, and no standalone
+    address is left to mislead."""
+    docs = [d for d in yaml.safe_load_all(open(path)) if d]
+    sts = [d for d in docs if d["kind"] == "StatefulSet"][0]["spec"]["template"]["spec"]
+    c = [c for c in sts["containers"] if c["name"] == "starling"][0]
+    env = {}
+    for cm in (d for d in docs if d["kind"] == "ConfigMap"):
+        if cm["metadata"]["name"].endswith("-env"):
+            env = cm["data"]
+    want = {"REDIS_CONNECTION_TYPE": "sentinel", "REDIS_MASTER": master,
+            "REDIS_SENTINELS": sentinels, "REDIS_WAIT_REPLICAS": "1"}
+    for var, value in want.items():
+        if env.get(var) != value:
+            problem(f"{var} = {env.get(var)!r}, not {value!r}")
+    for item in env.get("REDIS_SENTINELS", "").split(","):
+        if not re.fullmatch(r"\s*[^,:\s]+:[0-9]{1,5}\s*", item):
+            problem(f"REDIS_SENTINELS item {item!r} is not host:port")
+    for var in ("REDIS_HOST", "REDIS_PORT"):
+        if var in env:
+            problem(f"{var} set although Sentinel finds the master")
+    secret_env = {e["name"]: e for e in c.get("env", []) if "valueFrom" in e}
+    ref = ((secret_env.get("REDIS_SENTINEL_PASSWORD") or {}).get("valueFrom") or {}).get(
+        "secretKeyRef") or {}
+    if not ref.get("optional"):
+        problem("REDIS_SENTINEL_PASSWORD does not come (optionally) from the Redis Secret")
+    finish(f"sentinel {master} via {sentinels}, WAIT 1 replica, sentinel password from Secret")
+
+
 def check_helm_drain(path, grace_needed):
     """The chart rendered with drain.enabled: a preStop hook running the script the image
     installs (docker/Dockerfile COPYs docker/drain.sh there), the drain variables in the
@@ -1888,6 +1919,9 @@ if [[ -n "$helm" ]]; then
         --set drain.timeoutSeconds=60 --set terminationGracePeriodSeconds=90
     render cert-manager --set mode=cluster --set replicaCount=3 \
         --set cluster.postgres.existingSecret=starling-postgres --set tls.enabled=true \
+        --set cluster.redis.existingSecret=starling-redis \
+        --set cluster.redis.sentinel.master=mymaster \
+        --set cluster.redis.sentinel.sentinels=sentinel-0:26379 \
         --set tls.certManager.enabled=true --set tls.certManager.issuerRef.name=letsencrypt \
         --set 'tls.certManager.dnsNames[0]=mqtt.example.com' \
         --set metrics.prometheusRule.enabled=true --set metrics.grafanaDashboard.enabled=true
@@ -1928,6 +1962,8 @@ if [[ -n "$helm" ]]; then
             deploycheck check_helm_tls "$work/helm-cert-manager.yaml" starling-tls 8084
         run_check "helm (cert-manager) structure" \
             deploycheck check_k8s "$work/helm-cert-manager.yaml" docker/Dockerfile 3
+        run_check "helm (cert-manager) Redis Sentinel" deploycheck check_helm_sentinel \
+            "$work/helm-cert-manager.yaml" mymaster sentinel-0:26379
     fi
     # Values the chart must refuse.
     refuse() { # name, then --set flags
@@ -1947,6 +1983,10 @@ if [[ -n "$helm" ]]; then
         --set cluster.postgres.existingSecret=s --set cluster.kafka.servers=
     refuse "a cluster variable set in config too" --set mode=cluster \
         --set cluster.postgres.existingSecret=s --set config.REDIS_HOST=other
+    refuse "Redis Sentinel without sentinels" --set mode=cluster \
+        --set cluster.postgres.existingSecret=s --set cluster.redis.sentinel.master=mymaster
+    refuse "a sentinel without a port" --set mode=cluster --set cluster.postgres.existingSecret=s \
+        --set cluster.redis.sentinel.master=mymaster --set cluster.redis.sentinel.sentinels=s1
     refuse "a grace period shorter than the drain" --set terminationGracePeriodSeconds=12
     refuse "an unknown mode" --set mode=standalone
     refuse "a drain without the admin token's Secret" --set drain.enabled=true \

@@ -49,6 +49,7 @@
 #include "net/tls_transport.h"
 #include "net/ws_transport.h"
 
+#include <fmt/format.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
@@ -290,6 +291,19 @@ http::disk_space_reading disk_reading(const adapters::embedded::embedded_log_sta
             .slowed = s.disk == adapters::embedded::disk_state::slowed};
 }
 
+// Where the Redis of the configuration is, for log lines and start-up errors (naming the keys).
+std::string redis_description(const config::redis_section& redis) {
+    if (redis.connection_type == "sentinel") {
+        std::string sentinels;
+        for (const auto& [host, port] : redis.sentinel.sentinels) {
+            sentinels += fmt::format("{}{}:{}", sentinels.empty() ? "" : ",", host, port);
+        }
+        return fmt::format("redis.sentinel: master \"{}\" through sentinels {}",
+                           redis.sentinel.master, sentinels);
+    }
+    return fmt::format("redis.standalone: {}:{}", redis.standalone.host, redis.standalone.port);
+}
+
 }  // namespace
 
 struct daemon::parts {
@@ -415,9 +429,8 @@ void daemon::start() {
     const bool cluster = cfg_.starling.mode == config::run_mode::cluster;
     if (cluster) {
         // Cluster mode: the log is Kafka, device inboxes are in Redis, metadata in PostgreSQL.
-        spdlog::info("starting node {} in cluster mode, Kafka at {}, Redis at {}:{}",
-                     cfg_.service.id, cfg_.queue.kafka.bootstrap_servers,
-                     cfg_.redis.standalone.host, cfg_.redis.standalone.port);
+        spdlog::info("starting node {} in cluster mode, Kafka at {}, Redis: {}", cfg_.service.id,
+                     cfg_.queue.kafka.bootstrap_servers, redis_description(cfg_.redis));
         auto log = adapters::kafka::kafka_message_log::open(kafka_config(cfg_));
         if (!log) {
             throw std::runtime_error("queue.kafka: cannot create the Kafka client: " +
@@ -1002,12 +1015,22 @@ void daemon::open_cluster_stores() {
     }
     redis_cfg.default_ttl = std::chrono::duration_cast<std::chrono::milliseconds>(
         cfg_.mqtt.persistent_session.device.persisted_messages.ttl);
-    const std::string redis_at = redis_cfg.host + ":" + std::to_string(redis_cfg.port);
+    redis_cfg.wait_replicas = cfg_.redis.wait_replicas;
+    redis_cfg.wait_timeout = cfg_.redis.wait_timeout;
+    const bool sentinel = cfg_.redis.connection_type == "sentinel";
+    if (sentinel) {
+        redis_cfg.sentinel = {.master = cfg_.redis.sentinel.master,
+                              .sentinels = cfg_.redis.sentinel.sentinels,
+                              .password = cfg_.redis.sentinel.password};
+    }
+    const std::string redis_at = redis_description(cfg_.redis);
     wait_for_store("Redis", [&]() -> std::optional<std::string> {
-        auto inbox = adapters::redis::open_redis_device_inbox(redis_cfg, system_clock::instance());
+        std::string detail;
+        auto inbox =
+            adapters::redis::open_redis_device_inbox(redis_cfg, system_clock::instance(), &detail);
         if (!inbox) {
-            return "redis.standalone: cannot use Redis at " + redis_at + ": " +
-                   inbox.error().message();
+            return "cannot use Redis (" + redis_at + "): " + inbox.error().message() + ": " +
+                   detail;
         }
         p.redis_inbox = std::move(inbox.value());
         return std::nullopt;
@@ -1025,12 +1048,14 @@ void daemon::open_cluster_stores() {
     counters_cfg.connect_timeout = redis_cfg.connect_timeout;
     counters_cfg.command_timeout = redis_cfg.command_timeout;
     counters_cfg.key_prefix = redis_cfg.key_prefix;
+    counters_cfg.sentinel = redis_cfg.sentinel;
     wait_for_store("Redis", [&]() -> std::optional<std::string> {
-        auto counters =
-            adapters::redis::open_redis_shared_counters(counters_cfg, system_clock::instance());
+        std::string detail;
+        auto counters = adapters::redis::open_redis_shared_counters(
+            counters_cfg, system_clock::instance(), &detail);
         if (!counters) {
-            return "redis.standalone: cannot use Redis at " + redis_at + ": " +
-                   counters.error().message();
+            return "cannot use Redis (" + redis_at + "): " + counters.error().message() + ": " +
+                   detail;
         }
         p.counters = std::move(counters.value());
         return std::nullopt;

@@ -26,6 +26,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace starling::config {
@@ -645,12 +646,26 @@ struct redis_standalone_section {
                            const redis_standalone_section&) = default;
 };
 
+// redis.sentinel.*: Redis Sentinel (connection type "sentinel").
+struct redis_sentinel_section {
+    std::string master;                                            // the monitored master's name
+    std::vector<std::pair<std::string, std::uint16_t>> sentinels;  // host, port
+    std::string password;                                          // AUTH to the sentinels
+
+    friend bool operator==(const redis_sentinel_section&, const redis_sentinel_section&) = default;
+};
+
 struct redis_section {
-    std::string connection_type;  // "standalone" (the only one supported so far)
+    std::string connection_type;  // "standalone" or "sentinel"
     redis_standalone_section standalone;
+    redis_sentinel_section sentinel;
     std::uint32_t db{};
     std::string username;
     std::string password;
+    // Device inbox writes wait for this many replicas (Redis WAIT), at most wait_timeout; fewer
+    // fail the write, which is retried. 0 = no wait.
+    std::uint32_t wait_replicas{};
+    std::chrono::milliseconds wait_timeout{};
 
     friend bool operator==(const redis_section&, const redis_section&) = default;
 };

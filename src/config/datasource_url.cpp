@@ -189,10 +189,17 @@ datasource_url_result parse_datasource_url(std::string_view text) {
                                 *value));
             }
             url.sslmode = std::move(*value);
+        } else if (name == "sslrootcert" || name == "sslcert" || name == "sslkey") {
+            if (value->empty()) {
+                return fail(fmt::format("has an empty {} (a file path)", name));
+            }
+            (name == "sslrootcert" ? url.sslrootcert
+             : name == "sslcert"   ? url.sslcert
+                                   : url.sslkey) = std::move(*value);
         } else {
             return fail(
                 fmt::format("has parameter \"{}\", which is not supported (user, "
-                            "password, currentSchema, sslmode)",
+                            "password, currentSchema, sslmode, sslrootcert, sslcert, sslkey)",
                             name));
         }
     }
@@ -210,6 +217,9 @@ std::optional<std::string> apply_datasource_url(postgres_metadata_config& config
     config.database = std::move(url.database);
     config.schema = std::move(url.schema);
     config.sslmode = std::move(url.sslmode);
+    config.sslrootcert = std::move(url.sslrootcert);
+    config.sslcert = std::move(url.sslcert);
+    config.sslkey = std::move(url.sslkey);
     if (url.username) {
         config.username = std::move(*url.username);
     }

@@ -5,7 +5,10 @@
 //   jdbc:postgresql://host[:port]/database[?param=value&...]
 //   postgresql://[user[:password]@]host[:port]/database[?param=value&...]   (or postgres://)
 // host may be a bracketed IPv6 literal ([::1]); port defaults to 5432. Parameters: user,
-// password, currentSchema (JDBC's name), sslmode. Percent-escapes are decoded. One host only.
+// password, currentSchema (JDBC's name), sslmode, sslrootcert (the CA file that verify-ca /
+// verify-full check the server against), sslcert and sslkey (a client certificate and its key,
+// for servers that authenticate clients by certificate); the names are libpq's and pgJDBC's.
+// Percent-escapes are decoded. One host only.
 //
 // Pure functions, any thread.
 
@@ -25,6 +28,9 @@ struct datasource_url {
     std::optional<std::string> password;
     std::string schema;
     std::string sslmode;
+    std::string sslrootcert;  // file paths; empty = libpq's defaults (~/.postgresql/...)
+    std::string sslcert;
+    std::string sslkey;
 };
 
 // The parsed URL, or why it is not acceptable (a phrase that follows the value in an error

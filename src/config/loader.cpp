@@ -653,15 +653,46 @@ std::optional<std::string> signing_key_text(std::string_view text) {
 // TBMQ's three connection types; only standalone is implemented so far, and a deployment
 // asking for the others must not start against a single node by mistake.
 std::optional<std::string> redis_connection_type(std::string_view text) {
-    if (text == "standalone") {
+    if (text == "standalone" || text == "sentinel") {
         return std::nullopt;
     }
-    if (text == "cluster" || text == "sentinel") {
+    if (text == "cluster") {
         return std::string(
-            "is not supported yet: Starling connects to standalone Redis only (Redis Cluster "
-            "and Sentinel are planned); use standalone");
+            "is not supported yet: Starling connects to standalone Redis or through Redis "
+            "Sentinel; use standalone or sentinel");
     }
-    return std::string("is not one of: standalone, cluster, sentinel");
+    return std::string("is not one of: standalone, sentinel, cluster");
+}
+
+// "host:port,host:port" (spaces around items allowed; an IPv6 host in brackets: [::1]:26379).
+template <class Access>
+binding host_port_list(key_info info, Access access) {
+    return {info, [access](broker_config& config, const raw_value& value) {
+                std::vector<std::pair<std::string, std::uint16_t>> out;
+                std::string_view rest = value.text;
+                while (!base::trim(rest).empty()) {
+                    const auto comma = rest.find(',');
+                    const auto item = base::trim(rest.substr(0, comma));
+                    const auto colon = item.rfind(':');
+                    auto host = colon == std::string_view::npos ? item : item.substr(0, colon);
+                    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+                        host = host.substr(1, host.size() - 2);
+                    }
+                    const auto port =
+                        colon == std::string_view::npos
+                            ? std::nullopt
+                            : base::parse_number<std::uint16_t>(item.substr(colon + 1));
+                    if (host.empty() || !port || *port == 0) {
+                        reject(value, fmt::format("'{}' is not host:port", item));
+                    }
+                    out.emplace_back(std::string(host), *port);
+                    if (comma == std::string_view::npos) {
+                        break;
+                    }
+                    rest = rest.substr(comma + 1);
+                }
+                access(config) = std::move(out);
+            }};
 }
 
 // Spelling a field access as a lambda per row keeps each row on one line; the macro exists
@@ -1237,6 +1268,15 @@ const std::vector<binding>& bindings() {
                 FIELD(redis.standalone.connect_timeout), {.min = 1, .max = 3600000, .unit = "ms"}),
         integer({"redis.standalone.readTimeout", "REDIS_CLIENT_READ_TIMEOUT", "60000"},
                 FIELD(redis.standalone.read_timeout), {.min = 1, .max = 3600000, .unit = "ms"}),
+        text({"redis.sentinel.master", "REDIS_MASTER", ""}, FIELD(redis.sentinel.master)),
+        host_port_list({"redis.sentinel.sentinels", "REDIS_SENTINELS", ""},
+                       FIELD(redis.sentinel.sentinels)),
+        text({"redis.sentinel.password", "REDIS_SENTINEL_PASSWORD", ""},
+             FIELD(redis.sentinel.password)),
+        integer({"redis.wait.replicas", "REDIS_WAIT_REPLICAS", "0"}, FIELD(redis.wait_replicas),
+                {.min = 0, .max = 16}),
+        integer({"redis.wait.timeout", "REDIS_WAIT_TIMEOUT_MS", "1000"}, FIELD(redis.wait_timeout),
+                {.min = 1, .max = 60000, .unit = "ms"}),
         integer({"redis.db", "REDIS_DB", "0"}, FIELD(redis.db), {.min = 0, .max = 65535}),
         text({"redis.username", "REDIS_USERNAME", ""}, FIELD(redis.username)),
         text({"redis.password", "REDIS_PASSWORD", ""}, FIELD(redis.password)),
@@ -1401,6 +1441,18 @@ void check_tls_listener(std::string_view name, bool enabled, const tls_config_se
 }
 
 void cross_check(const broker_config& config) {
+    if (config.redis.connection_type == "sentinel") {
+        if (config.redis.sentinel.master.empty()) {
+            throw config_error("redis.sentinel.master",
+                               "redis.sentinel.master: required with redis.connection.type "
+                               "sentinel (the name the sentinels monitor, e.g. mymaster)");
+        }
+        if (config.redis.sentinel.sentinels.empty()) {
+            throw config_error("redis.sentinel.sentinels",
+                               "redis.sentinel.sentinels: required with redis.connection.type "
+                               "sentinel (host:port of each sentinel, comma-separated)");
+        }
+    }
     const auto& listener = config.listener;
     if (listener.write_buffer_low_water_mark >= listener.write_buffer_high_water_mark) {
         throw config_error(

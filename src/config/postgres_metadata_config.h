@@ -26,6 +26,10 @@ struct postgres_metadata_config {
     std::string schema;
     // libpq sslmode (URL parameter sslmode); empty = libpq's default (prefer).
     std::string sslmode;
+    // TLS files (URL parameters sslrootcert, sslcert, sslkey); empty = libpq's defaults.
+    std::string sslrootcert;
+    std::string sslcert;
+    std::string sslkey;
     // Connections = worker threads of the adapter's pool (hikari.maximumPoolSize).
     std::uint32_t maximum_pool_size{};
     // Bound on establishing one connection, TCP + TLS + authentication (libpq connect_timeout,

@@ -140,6 +140,40 @@ def test_sigkill_of_the_device_node_loses_nothing_after_reconnecting_elsewhere(
         received.add(msg.payload.decode())
 
 
+def offline_device_session(node, raw_client, uid: str, topic: str):
+    """A persistent DEVICE session `uid` subscribed to `topic` at QoS 1 and then offline, once
+    routing to it is known to work; returns a connected publisher."""
+    sub = raw_client(node, codec.MQTT5, timeout=30)
+    assert sub.connect(uid, **persistent(codec.MQTT5, expiry=3600)).reason_code == 0
+    assert sub.subscribe(topic, 1).reason_codes == [1]
+    pub = raw_client(node, codec.MQTT5, timeout=60)
+    assert pub.connect(f"{uid}-pub").reason_code == 0
+    wait_routed_on_topic(pub, sub, topic)
+    sub.disconnect_and_wait()
+    return pub
+
+
+def resume_and_receive_all(node, raw_client, uid: str, total: int, timeout: float) -> None:
+    """Resumes the session `uid` and acknowledges messages until payloads "0".."total-1" all
+    arrived (duplicates allowed: QoS 1); fails naming the missing ones after `timeout`."""
+    back = raw_client(node, codec.MQTT5, timeout=60)
+    ack = back.connect(uid, **persistent(codec.MQTT5, expiry=3600))
+    assert ack.reason_code == 0 and ack.session_present
+    received: set[str] = set()
+    deadline = time.monotonic() + timeout
+    while len(received) < total:
+        assert time.monotonic() < deadline, (
+            f"missing {sorted(set(map(str, range(total))) - received, key=int)[:20]}"
+        )
+        try:
+            msg = back.expect_publish(timeout=5)
+        except TimeoutError:
+            continue
+        back.ack(msg)
+        received.add(msg.payload.decode())
+    assert received == {str(i) for i in range(total)}
+
+
 @pytest.fixture
 def private_redis(tmp_path):
     """A redis-server of its own (append-only file, fsync always) that the test may kill and
@@ -155,13 +189,7 @@ def private_redis(tmp_path):
 def test_redis_restart_mid_stream_loses_nothing(broker_factory, raw_client, uid, private_redis):
     (node,) = start_nodes(broker_factory, 1, REDIS_PORT=str(private_redis.port))
     topic = f"pr/{uid}/data"
-    sub = raw_client(node, codec.MQTT5, timeout=30)
-    assert sub.connect(uid, **persistent(codec.MQTT5, expiry=3600)).reason_code == 0
-    assert sub.subscribe(topic, 1).reason_codes == [1]
-    pub = raw_client(node, codec.MQTT5, timeout=60)
-    assert pub.connect(f"{uid}-pub").reason_code == 0
-    wait_routed_on_topic(pub, sub, topic)
-    sub.disconnect_and_wait()
+    pub = offline_device_session(node, raw_client, uid, topic)
 
     total = 150
     for seq in range(total):
@@ -172,22 +200,7 @@ def test_redis_restart_mid_stream_loses_nothing(broker_factory, raw_client, uid,
         # PUBACK depends on Kafka only: Redis being down never refuses a publish.
         assert pub.publish(topic, str(seq).encode(), qos=1).reason_code == 0
 
-    back = raw_client(node, codec.MQTT5, timeout=60)
-    ack = back.connect(uid, **persistent(codec.MQTT5, expiry=3600))
-    assert ack.reason_code == 0 and ack.session_present
-    received: set[str] = set()
-    deadline = time.monotonic() + 90
-    while len(received) < total:
-        assert time.monotonic() < deadline, (
-            f"missing {sorted(set(map(str, range(total))) - received, key=int)[:20]}"
-        )
-        try:
-            msg = back.expect_publish(timeout=5)
-        except TimeoutError:
-            continue
-        back.ack(msg)
-        received.add(msg.payload.decode())
-    assert received == {str(i) for i in range(total)}
+    resume_and_receive_all(node, raw_client, uid, total, timeout=90)
 
 
 @pytest.mark.timeout(180)

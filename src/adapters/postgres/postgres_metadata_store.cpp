@@ -212,8 +212,12 @@ std::string postgres_conninfo(const config::postgres_metadata_config& config) {
         conninfo_value(config.host), config.port, conninfo_value(config.database),
         conninfo_value(config.username), conninfo_value(config.password), timeout_s,
         conninfo_value(options));
-    if (!config.sslmode.empty()) {
-        info += " sslmode=" + conninfo_value(config.sslmode);
+    for (const auto& [name, value] :
+         {std::pair{"sslmode", &config.sslmode}, std::pair{"sslrootcert", &config.sslrootcert},
+          std::pair{"sslcert", &config.sslcert}, std::pair{"sslkey", &config.sslkey}}) {
+        if (!value->empty()) {
+            info += fmt::format(" {}={}", name, conninfo_value(*value));
+        }
     }
     return info;
 }

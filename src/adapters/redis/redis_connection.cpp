@@ -1,6 +1,7 @@
 #include "adapters/redis/redis_connection.h"
 
 #include "adapters/redis/redis_errc.h"
+#include "base/text.h"
 
 #include <fmt/format.h>
 #include <hiredis/hiredis.h>
@@ -61,11 +62,36 @@ std::error_code redis_connection::fail(std::error_code ec, std::string what) {
     return ec;
 }
 
+std::string redis_connection::address() const {
+    const auto where = fmt::format("{}:{}", host_.empty() ? endpoint_.host : host_,
+                                   host_.empty() ? endpoint_.port : port_);
+    if (endpoint_.sentinel.master.empty()) {
+        return where;
+    }
+    return fmt::format("{} at {}", endpoint_.sentinel.master, host_.empty() ? "?" : where);
+}
+
 status redis_connection::connect() {
     close();
+    if (endpoint_.sentinel.master.empty()) {
+        return open(endpoint_.host, endpoint_.port);
+    }
+    auto master = discover_master();
+    if (!master) {
+        return master.error();
+    }
+    if (auto st = open(master->first, master->second); !st) {
+        return st;
+    }
+    return check_master();
+}
+
+status redis_connection::open(const std::string& host, std::uint16_t port) {
+    close();
+    host_ = host;
+    port_ = port;
     errno = 0;
-    context_ = redisConnectWithTimeout(endpoint_.host.c_str(), endpoint_.port,
-                                       to_timeval(endpoint_.connect_timeout));
+    context_ = redisConnectWithTimeout(host.c_str(), port, to_timeval(endpoint_.connect_timeout));
     const int saved_errno = errno;
     if (context_ == nullptr) {
         return fail(redis_errc::not_connected, "cannot allocate a hiredis context");
@@ -75,24 +101,22 @@ status redis_connection::connect() {
         const auto ec = classify(*context_, saved_errno) == redis_errc::timed_out
                             ? redis_errc::timed_out
                             : redis_errc::not_connected;
-        return fail(ec, fmt::format("connect to {}:{}: {}", endpoint_.host, endpoint_.port,
-                                    context_->errstr));
+        return fail(ec, fmt::format("connect to {}:{}: {}", host, port, context_->errstr));
     }
     if (redisSetTimeout(context_, to_timeval(endpoint_.command_timeout)) != REDIS_OK) {
         return fail(redis_errc::io_error, "cannot set the socket timeout");
     }
     (void)redisEnableKeepAlive(context_);
 
-    auto handshake = [this](std::span<const std::string_view> args,
-                            std::string_view what) -> status {
+    auto handshake = [this, &host, port](std::span<const std::string_view> args,
+                                         std::string_view what) -> status {
         auto reply = command(args);
         if (!reply) {
             return reply.error();
         }
         if (is_error_reply(**reply)) {
-            return fail(redis_errc::auth_failed,
-                        fmt::format("{} refused by {}:{}: {}", what, endpoint_.host, endpoint_.port,
-                                    reply_text(**reply)));
+            return fail(redis_errc::auth_failed, fmt::format("{} refused by {}:{}: {}", what, host,
+                                                             port, reply_text(**reply)));
         }
         return {};
     };
@@ -116,6 +140,80 @@ status redis_connection::connect() {
     return {};
 }
 
+result<std::pair<std::string, std::uint16_t>> redis_connection::discover_master() {
+    const auto& s = endpoint_.sentinel;
+    std::string errors;
+    for (std::size_t i = 0; i < s.sentinels.size(); ++i) {
+        const std::size_t index = (next_sentinel_ + i) % s.sentinels.size();
+        const auto& [host, port] = s.sentinels[index];
+        errno = 0;
+        std::unique_ptr<redisContext, void (*)(redisContext*)> sentinel(
+            redisConnectWithTimeout(host.c_str(), port, to_timeval(endpoint_.connect_timeout)),
+            redisFree);
+        auto ask = [&sentinel](std::vector<std::string_view> args) -> reply_ptr {
+            std::vector<const char*> argv;
+            std::vector<std::size_t> lengths;
+            for (const auto& arg : args) {
+                argv.push_back(arg.data());
+                lengths.push_back(arg.size());
+            }
+            return reply_ptr(static_cast<redisReply*>(redisCommandArgv(
+                sentinel.get(), static_cast<int>(argv.size()), argv.data(), lengths.data())));
+        };
+        std::string why;
+        if (!sentinel || sentinel->err != 0) {
+            why = sentinel ? sentinel->errstr : "cannot allocate a hiredis context";
+        } else if (redisSetTimeout(sentinel.get(), to_timeval(endpoint_.command_timeout)) !=
+                   REDIS_OK) {
+            why = "cannot set the socket timeout";
+        } else if (reply_ptr auth = s.password.empty() ? nullptr : ask({"AUTH", s.password});
+                   !s.password.empty() && (!auth || is_error_reply(*auth))) {
+            why = auth ? fmt::format("AUTH refused: {}", reply_text(*auth)) : sentinel->errstr;
+        } else if (reply_ptr reply = ask({"SENTINEL", "get-master-addr-by-name", s.master});
+                   !reply) {
+            why = sentinel->errstr;
+        } else if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
+                   reply->element[0]->type == REDIS_REPLY_STRING &&
+                   reply->element[1]->type == REDIS_REPLY_STRING) {
+            const std::string master_host(reply_text(*reply->element[0]));
+            const auto master_port =
+                base::parse_number<std::uint16_t>(base::trim(reply_text(*reply->element[1])));
+            if (master_port && *master_port != 0) {
+                next_sentinel_ = index;
+                return std::pair{master_host, *master_port};
+            }
+            why = fmt::format("answered an invalid port \"{}\"", reply_text(*reply->element[1]));
+        } else if (is_error_reply(*reply)) {
+            why = std::string(reply_text(*reply));
+        } else {
+            why = fmt::format("does not know a master named \"{}\"", s.master);
+        }
+        errors += fmt::format("{}sentinel {}:{}: {}", errors.empty() ? "" : "; ", host, port, why);
+    }
+    host_.clear();
+    return fail(redis_errc::not_connected,
+                fmt::format("no sentinel gave the address of master \"{}\" ({})", s.master,
+                            errors.empty() ? "no sentinels configured" : errors));
+}
+
+status redis_connection::check_master() {
+    // Right after a failover a sentinel may still name the old master, now a replica: refuse it
+    // and let the owner's next attempt ask again.
+    const std::string_view role[] = {"ROLE"};
+    auto reply = command(role);
+    if (!reply) {
+        return reply.error();
+    }
+    const redisReply& r = **reply;
+    if (r.type == REDIS_REPLY_ARRAY && r.elements > 0 &&
+        reply_text(*r.element[0]) == std::string_view("master")) {
+        return {};
+    }
+    return fail(redis_errc::not_connected,
+                fmt::format("{}:{} is not the master of \"{}\" (a failover in progress?)", host_,
+                            port_, endpoint_.sentinel.master));
+}
+
 result<reply_ptr> redis_connection::command(std::span<const std::string_view> args) {
     if (context_ == nullptr) {
         return make_error_code(redis_errc::not_connected);
@@ -134,9 +232,16 @@ result<reply_ptr> redis_connection::command(std::span<const std::string_view> ar
     const int saved_errno = errno;
     if (raw == nullptr) {
         const auto ec = classify(*context_, saved_errno);
-        return fail(ec, fmt::format("{}:{}: {}", endpoint_.host, endpoint_.port, context_->errstr));
+        return fail(ec, fmt::format("{}:{}: {}", host_, port_, context_->errstr));
     }
-    return reply_ptr(raw);
+    reply_ptr reply(raw);
+    if (is_error_reply(*reply) && reply_text(*reply).starts_with("READONLY")) {
+        // A master demoted by a failover: the write did not run. Reconnect (through the
+        // sentinels) rather than hand the caller a server error for every call.
+        return fail(redis_errc::io_error, fmt::format("{}:{} is a read-only replica now: {}", host_,
+                                                      port_, reply_text(*reply)));
+    }
+    return reply;
 }
 
 }  // namespace starling::adapters::redis

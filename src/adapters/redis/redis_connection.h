@@ -1,7 +1,14 @@
 #pragma once
 
-// redis_connection: one blocking hiredis connection (standalone Redis), with AUTH and SELECT
-// done at connect, a socket timeout on every command, and reconnection left to the owner.
+// redis_connection: one blocking hiredis connection, with AUTH and SELECT done at connect, a
+// socket timeout on every command, and reconnection left to the owner.
+//
+// Standalone: it connects to host:port. Sentinel (endpoint.sentinel.master set): each
+// connect() first asks the sentinels, in turn, for the current master's address (SENTINEL
+// get-master-addr-by-name), connects there and checks with ROLE that it is a master, so a
+// reconnect after a failover reaches the promoted replica. A former master that is now a
+// replica answers writes with READONLY: command() treats that as a lost connection (closed, an
+// io_error), so the owner reconnects — through the sentinels — as after any outage.
 //
 // Lifecycle: constructed disconnected; connect() opens it (bounded by connect_timeout);
 // a transport failure (EOF, reset, timeout) closes it and every later command fails with
@@ -18,11 +25,20 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 struct redisContext;
 struct redisReply;
 
 namespace starling::adapters::redis {
+
+// Redis Sentinel (redis.connection.type: sentinel): the master's name and the sentinels.
+struct redis_sentinel {
+    std::string master;  // empty: standalone
+    std::vector<std::pair<std::string, std::uint16_t>> sentinels;
+    std::string password;  // AUTH to the sentinels; empty: none
+};
 
 struct redis_endpoint {
     std::string host = "localhost";
@@ -32,6 +48,7 @@ struct redis_endpoint {
     std::string password;  // empty: no AUTH
     std::chrono::milliseconds connect_timeout{30000};
     std::chrono::milliseconds command_timeout{60000};
+    redis_sentinel sentinel;  // master set: host and port are unused
 };
 
 struct reply_deleter {
@@ -59,13 +76,23 @@ class redis_connection {
     // The text of the last connect or transport failure, for log lines.
     const std::string& last_error() const { return last_error_; }
     const redis_endpoint& endpoint() const { return endpoint_; }
+    // "host:port" of the server connected to (or last tried), for log lines; in sentinel mode
+    // "<master name> at host:port".
+    std::string address() const;
 
   private:
     std::error_code fail(std::error_code ec, std::string what);
+    // Sentinel mode: the master's address from the first sentinel that knows it.
+    result<std::pair<std::string, std::uint16_t>> discover_master();
+    status open(const std::string& host, std::uint16_t port);
+    status check_master();
 
     redis_endpoint endpoint_;
     redisContext* context_ = nullptr;
     std::string last_error_;
+    std::string host_;  // where connect() went last
+    std::uint16_t port_ = 0;
+    std::size_t next_sentinel_ = 0;  // the one that answered last is asked first
 };
 
 // The reply's text (status, error or bulk string); empty for other types.

@@ -73,11 +73,14 @@ std::optional<std::string> validate(const redis_inbox_config& config) {
             "mqtt.persistent-session.device.persisted-messages.ttl: \"{}\" ms must be positive",
             config.default_ttl.count());
     }
-    if (config.host.empty()) {
+    if (config.sentinel.master.empty() && config.host.empty()) {
         return std::string("redis.standalone.host: must not be empty");
     }
-    if (config.port == 0) {
+    if (config.sentinel.master.empty() && config.port == 0) {
         return std::string("redis.standalone.port: \"0\" is not a Redis port");
+    }
+    if (!config.sentinel.master.empty() && config.sentinel.sentinels.empty()) {
+        return std::string("redis.sentinel.sentinels: required with redis.sentinel.master");
     }
     if (config.connect_timeout.count() <= 0) {
         return std::string("redis.standalone.connectTimeout: must be positive");
@@ -108,12 +111,15 @@ class redis_device_inbox::worker {
           index_(index),
           connection_(redis_endpoint{config.host, config.port, config.db, config.username,
                                      config.password, config.connect_timeout,
-                                     config.command_timeout}),
+                                     config.command_timeout, config.sentinel}),
           backoff_(config.reconnect_min) {}
 
     ~worker() { stop(); }
     worker(const worker&) = delete;
     worker& operator=(const worker&) = delete;
+
+    // The connection's account of its last failure (address, what the server answered).
+    const std::string& last_error() const { return connection_.last_error(); }
 
     status start() {
         if (auto st = connect_and_load(); !st) {
@@ -193,18 +199,49 @@ class redis_device_inbox::worker {
             const auto text = reply_text(**reply);
             if (attempt == 0 && text.starts_with("NOSCRIPT")) {
                 reloads_.fetch_add(1);
-                spdlog::info("redis inbox: script {} missing on {}:{}, loading it again",
-                             shas_[static_cast<std::size_t>(script)], config_.host, config_.port);
+                spdlog::info("redis inbox: script {} missing on {}, loading it again",
+                             shas_[static_cast<std::size_t>(script)], connection_.address());
                 if (auto st = load(script); !st) {
                     return st.error();
                 }
                 argv[1] = shas_[static_cast<std::size_t>(script)];
                 continue;
             }
-            spdlog::warn("redis inbox: script {} failed on {}:{}: {}", static_cast<int>(script),
-                         config_.host, config_.port, text);
+            spdlog::warn("redis inbox: script {} failed on {}: {}", static_cast<int>(script),
+                         connection_.address(), text);
             return make_error_code(redis_errc::server_error);
         }
+    }
+
+    // redis.wait.replicas: WAIT until that many replicas acknowledged this connection's writes
+    // so far. Fewer is not_replicated: the write is on the master only and a failover now would
+    // lose it, so the caller must not count it as stored (it retries; the duplicate that may
+    // leave is what QoS 1 allows).
+    status wait_for_replicas() {
+        if (config_.wait_replicas == 0) {
+            return {};
+        }
+        const auto replicas = std::to_string(config_.wait_replicas);
+        const auto timeout = std::to_string(config_.wait_timeout.count());
+        const std::string_view argv[] = {"WAIT", replicas, timeout};
+        auto reply = connection_.command(argv);
+        if (!reply) {
+            lost(reply.error());
+            return reply.error();
+        }
+        const redisReply& r = **reply;
+        if (r.type != REDIS_REPLY_INTEGER) {
+            spdlog::warn("redis inbox: WAIT refused by {}: {}", connection_.address(),
+                         reply_text(r));
+            return make_error_code(redis_errc::server_error);
+        }
+        if (r.integer < static_cast<long long>(config_.wait_replicas)) {
+            spdlog::warn("redis inbox: {} of {} replicas acknowledged a write within {} ms on {}",
+                         r.integer, config_.wait_replicas, config_.wait_timeout.count(),
+                         connection_.address());
+            return make_error_code(redis_errc::not_replicated);
+        }
+        return {};
     }
 
   private:
@@ -217,8 +254,8 @@ class redis_device_inbox::worker {
             return reply.error();
         }
         if ((*reply)->type != REDIS_REPLY_STRING) {
-            spdlog::error("redis inbox: SCRIPT LOAD refused by {}:{}: {}", config_.host,
-                          config_.port, reply_text(**reply));
+            spdlog::error("redis inbox: SCRIPT LOAD refused by {}: {}", connection_.address(),
+                          reply_text(**reply));
             return make_error_code(redis_errc::server_error);
         }
         shas_[static_cast<std::size_t>(script)] = std::string(reply_text(**reply));
@@ -242,8 +279,8 @@ class redis_device_inbox::worker {
     // single dropped connection should cost one failed call, not a backoff period).
     void lost(std::error_code ec) {
         if (connected_.exchange(false)) {
-            spdlog::warn("redis inbox: connection {} to {}:{} lost ({}): {}", index_, config_.host,
-                         config_.port, ec.message(), connection_.last_error());
+            spdlog::warn("redis inbox: connection {} to {} lost ({}): {}", index_,
+                         connection_.address(), ec.message(), connection_.last_error());
         }
         next_attempt_ = std::chrono::steady_clock::now();
     }
@@ -252,14 +289,14 @@ class redis_device_inbox::worker {
         if (auto st = connect_and_load(); st) {
             connected_ = true;
             backoff_ = config_.reconnect_min;
-            spdlog::info("redis inbox: connection {} to {}:{} restored", index_, config_.host,
-                         config_.port);
+            spdlog::info("redis inbox: connection {} to {} restored", index_,
+                         connection_.address());
             return;
         }
         // Backoff runs on the real steady clock, not the injected one: it paces network
         // retries, which a test's manual clock must not freeze.
-        spdlog::warn("redis inbox: reconnect {} to {}:{} failed: {}; next try in {} ms", index_,
-                     config_.host, config_.port, connection_.last_error(), backoff_.count());
+        spdlog::warn("redis inbox: reconnect {} to {} failed: {}; next try in {} ms", index_,
+                     connection_.address(), connection_.last_error(), backoff_.count());
         next_attempt_ = std::chrono::steady_clock::now() + backoff_;
         backoff_ = std::min(backoff_ * 2, config_.reconnect_max);
     }
@@ -352,7 +389,7 @@ void submit(Worker& w, Done done, Work work) {
 }  // namespace
 
 result<std::unique_ptr<redis_device_inbox>> open_redis_device_inbox(
-    const redis_inbox_config& config, const clock& clk) {
+    const redis_inbox_config& config, const clock& clk, std::string* failure_detail) {
     if (auto why = validate(config)) {
         spdlog::error("redis inbox: {}", *why);
         return make_error_code(redis_errc::invalid_config);
@@ -360,10 +397,14 @@ result<std::unique_ptr<redis_device_inbox>> open_redis_device_inbox(
     std::unique_ptr<redis_device_inbox> inbox(new redis_device_inbox(config, clk));
     for (auto& w : inbox->workers_) {
         if (auto st = w->start(); !st) {
-            spdlog::error(
-                "redis inbox: cannot start on {}:{} (redis.standalone.host / "
-                "redis.standalone.port): {}",
-                config.host, config.port, st.error().message());
+            spdlog::error("redis inbox: cannot start ({}): {}: {}",
+                          config.sentinel.master.empty()
+                              ? fmt::format("redis.standalone {}:{}", config.host, config.port)
+                              : fmt::format("redis.sentinel master \"{}\"", config.sentinel.master),
+                          st.error().message(), w->last_error());
+            if (failure_detail != nullptr) {
+                *failure_detail = w->last_error();
+            }
             return st.error();
         }
     }
@@ -448,6 +489,9 @@ void redis_device_inbox::append(const std::string& client_id, std::vector<inbox_
                const redisReply& r = **reply;
                if (r.type != REDIS_REPLY_ARRAY || r.elements != batch.size() + 1) {
                    return make_error_code(redis_errc::bad_reply);
+               }
+               if (auto st = w.wait_for_replicas(); !st) {
+                   return st.error();
                }
                append_result out;
                out.packet_ids.reserve(batch.size());

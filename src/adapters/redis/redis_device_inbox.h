@@ -21,6 +21,7 @@
 // the scripts, or fails; stop() (or the destructor) runs the queued calls and joins the
 // workers. The clock must outlive the inbox. Do not destroy it from one of its callbacks.
 
+#include "adapters/redis/redis_connection.h"
 #include "base/result.h"
 #include "starling/clock.h"
 #include "starling/device_inbox.h"
@@ -52,6 +53,11 @@ struct redis_inbox_config {
     std::chrono::milliseconds reconnect_min{100};      // first retry after a failure
     std::chrono::milliseconds reconnect_max{5000};     // backoff cap
     std::chrono::milliseconds ping_interval{1000};     // PING an idle connection; 0 = never
+    redis_sentinel sentinel;                           // master set: through Sentinel
+    // append() waits (WAIT) until this many replicas have the write, at most wait_timeout;
+    // fewer is a failure (redis_errc::not_replicated). 0 = no wait.
+    std::uint32_t wait_replicas = 0;
+    std::chrono::milliseconds wait_timeout{1000};
 };
 
 // Why the config cannot be used, naming the config key; nullopt when it is fine.
@@ -62,8 +68,10 @@ class redis_device_inbox;
 // Connects, loads the scripts and returns the running inbox, or the reason it cannot start
 // (also logged): redis_errc::invalid_config, not_connected, timed_out, auth_failed,
 // server_error (e.g. a Redis without Lua or KEEPTTL).
+// `failure_detail`, when given, receives the connection's own account of a failure (the
+// address tried, what the server or sentinel answered) for the operator.
 result<std::unique_ptr<redis_device_inbox>> open_redis_device_inbox(
-    const redis_inbox_config& config, const clock& clk);
+    const redis_inbox_config& config, const clock& clk, std::string* failure_detail = nullptr);
 
 class redis_device_inbox final : public device_inbox {
   public:
@@ -94,7 +102,7 @@ class redis_device_inbox final : public device_inbox {
   private:
     class worker;
     friend result<std::unique_ptr<redis_device_inbox>> open_redis_device_inbox(
-        const redis_inbox_config&, const clock&);
+        const redis_inbox_config&, const clock&, std::string*);
 
     redis_device_inbox(const redis_inbox_config& config, const clock& clk);
     worker& worker_for(const std::string& client_id);

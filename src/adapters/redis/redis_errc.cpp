@@ -30,6 +30,8 @@ class redis_category_impl final : public std::error_category {
                 return "Redis adapter stopped";
             case redis_errc::invalid_config:
                 return "invalid Redis adapter configuration";
+            case redis_errc::not_replicated:
+                return "the write reached fewer Redis replicas than redis.wait.replicas";
         }
         return "unknown Redis adapter error";
     }
@@ -53,6 +55,8 @@ class redis_category_impl final : public std::error_category {
                 return std::errc::operation_canceled;
             case redis_errc::invalid_config:
                 return std::errc::invalid_argument;
+            case redis_errc::not_replicated:
+                return std::errc::io_error;
         }
         return {value, *this};
     }

@@ -18,6 +18,7 @@ enum class redis_errc {
     queue_full,         // the adapter's bounded work queue is full: back off and retry
     stopped,            // the adapter is stopped
     invalid_config,     // a redis_inbox_config value is out of range (logged with the key)
+    not_replicated,     // fewer replicas than redis.wait.replicas acknowledged a write in time
 };
 
 const std::error_category& redis_category();

@@ -4,6 +4,7 @@
 #include "adapters/redis/redis_connection.h"
 #include "adapters/redis/redis_errc.h"
 
+#include <fmt/format.h>
 #include <hiredis/hiredis.h>
 #include <pthread.h>
 #include <spdlog/spdlog.h>
@@ -63,10 +64,13 @@ class redis_shared_counters::worker {
         : config_(config),
           connection_(redis_endpoint{config.host, config.port, config.db, config.username,
                                      config.password, config.connect_timeout,
-                                     config.command_timeout}) {}
+                                     config.command_timeout, config.sentinel}) {}
     ~worker() { stop(); }
     worker(const worker&) = delete;
     worker& operator=(const worker&) = delete;
+
+    // The connection's account of its last failure (address, what the server answered).
+    const std::string& last_error() const { return connection_.last_error(); }
 
     status start() {
         if (auto st = connect_and_load(); !st) {
@@ -126,8 +130,8 @@ class redis_shared_counters::worker {
             return reply.error();
         }
         if (is_error_reply(**reply)) {
-            spdlog::warn("redis counters: {} failed on {}:{}: {}", argv[0], config_.host,
-                         config_.port, reply_text(**reply));
+            spdlog::warn("redis counters: {} failed on {}: {}", argv[0], connection_.address(),
+                         reply_text(**reply));
             return make_error_code(redis_errc::server_error);
         }
         return reply;
@@ -159,8 +163,8 @@ class redis_shared_counters::worker {
                 }
                 continue;
             }
-            spdlog::warn("redis counters: bucket script failed on {}:{}: {}", config_.host,
-                         config_.port, text);
+            spdlog::warn("redis counters: bucket script failed on {}: {}", connection_.address(),
+                         text);
             return make_error_code(redis_errc::server_error);
         }
     }
@@ -174,8 +178,8 @@ class redis_shared_counters::worker {
             return reply.error();
         }
         if ((*reply)->type != REDIS_REPLY_STRING) {
-            spdlog::error("redis counters: SCRIPT LOAD refused by {}:{}: {}", config_.host,
-                          config_.port, reply_text(**reply));
+            spdlog::error("redis counters: SCRIPT LOAD refused by {}: {}", connection_.address(),
+                          reply_text(**reply));
             return make_error_code(redis_errc::server_error);
         }
         sha_ = std::string(reply_text(**reply));
@@ -205,18 +209,18 @@ class redis_shared_counters::worker {
             return false;
         }
         if (auto st = connect_and_load(); !st) {
-            spdlog::debug("redis counters: reconnect to {}:{} failed: {}", config_.host,
-                          config_.port, connection_.last_error());
+            spdlog::debug("redis counters: reconnect to {} failed: {}", connection_.address(),
+                          connection_.last_error());
             return false;
         }
-        spdlog::info("redis counters: connection to {}:{} restored", config_.host, config_.port);
+        spdlog::info("redis counters: connection to {} restored", connection_.address());
         return true;
     }
 
     void lost(std::error_code ec) {
         if (connected_.exchange(false)) {
-            spdlog::warn("redis counters: connection to {}:{} lost ({}): {}", config_.host,
-                         config_.port, ec.message(), connection_.last_error());
+            spdlog::warn("redis counters: connection to {} lost ({}): {}", connection_.address(),
+                         ec.message(), connection_.last_error());
         }
         // One immediate retry: a single dropped connection should cost one failed call.
         last_attempt_ = {};
@@ -252,13 +256,17 @@ class redis_shared_counters::worker {
 };
 
 result<std::unique_ptr<redis_shared_counters>> open_redis_shared_counters(
-    const redis_counters_config& config, const clock& clk) {
+    const redis_counters_config& config, const clock& clk, std::string* failure_detail) {
     std::unique_ptr<redis_shared_counters> counters(new redis_shared_counters(config, clk));
     if (auto st = counters->worker_->start(); !st) {
-        spdlog::error(
-            "redis counters: cannot start on {}:{} (redis.standalone.host / "
-            "redis.standalone.port): {}",
-            config.host, config.port, st.error().message());
+        spdlog::error("redis counters: cannot start ({}): {}: {}",
+                      config.sentinel.master.empty()
+                          ? fmt::format("redis.standalone {}:{}", config.host, config.port)
+                          : fmt::format("redis.sentinel master \"{}\"", config.sentinel.master),
+                      st.error().message(), counters->worker_->last_error());
+        if (failure_detail != nullptr) {
+            *failure_detail = counters->worker_->last_error();
+        }
         return st.error();
     }
     return counters;

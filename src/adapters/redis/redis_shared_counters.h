@@ -19,6 +19,7 @@
 // Lifecycle: open_redis_shared_counters() connects and loads the script, or fails; stop() (or
 // the destructor) runs the queued calls and joins the worker. The clock must outlive it.
 
+#include "adapters/redis/redis_connection.h"
 #include "base/result.h"
 #include "starling/clock.h"
 #include "starling/shared_counters.h"
@@ -42,13 +43,16 @@ struct redis_counters_config {
     std::string key_prefix;                             // before every key
     std::size_t queue_capacity = 8192;                  // waiting calls
     std::chrono::milliseconds reconnect_interval{500};  // at most one connect attempt per this
+    redis_sentinel sentinel;                            // master set: through Sentinel
 };
 
 class redis_shared_counters;
 
 // Connects, loads the script and returns the running counters, or the reason (also logged).
+// `failure_detail`, when given, receives the connection's own account of a failure (the
+// address tried, what the server or sentinel answered) for the operator.
 result<std::unique_ptr<redis_shared_counters>> open_redis_shared_counters(
-    const redis_counters_config& config, const clock& clk);
+    const redis_counters_config& config, const clock& clk, std::string* failure_detail = nullptr);
 
 class redis_shared_counters final : public shared_counters {
   public:
@@ -67,7 +71,7 @@ class redis_shared_counters final : public shared_counters {
   private:
     class worker;
     friend result<std::unique_ptr<redis_shared_counters>> open_redis_shared_counters(
-        const redis_counters_config&, const clock&);
+        const redis_counters_config&, const clock&, std::string*);
 
     redis_shared_counters(const redis_counters_config& config, const clock& clk);
     void bucket_call(std::string key, const std::vector<bandwidth>& limits, std::int64_t tokens,

@@ -93,7 +93,9 @@ std::uint16_t free_port() {
 // A throwaway redis-server on a private port (no persistence), killed with SIGKILL on stop().
 class private_redis {
   public:
-    explicit private_redis(std::uint16_t port) : port_(port) {}
+    // `replica_of`: a port on 127.0.0.1 this server replicates (0: a master).
+    explicit private_redis(std::uint16_t port, std::uint16_t replica_of = 0)
+        : port_(port), replica_of_(replica_of) {}
     ~private_redis() { kill(); }
 
     // Starts the server and waits (bounded) until it answers PING.
@@ -104,6 +106,12 @@ class private_redis {
             const int devnull = ::open("/dev/null", O_WRONLY);
             ::dup2(devnull, 1);
             ::dup2(devnull, 2);
+            const auto master = std::to_string(replica_of_);
+            if (replica_of_ != 0) {
+                ::execlp("redis-server", "redis-server", "--port", port.c_str(), "--bind",
+                         "127.0.0.1", "--save", "", "--appendonly", "no", "--logfile", "",
+                         "--replicaof", "127.0.0.1", master.c_str(), static_cast<char*>(nullptr));
+            }
             ::execlp("redis-server", "redis-server", "--port", port.c_str(), "--bind", "127.0.0.1",
                      "--save", "", "--appendonly", "no", "--logfile", "",
                      static_cast<char*>(nullptr));
@@ -140,6 +148,7 @@ class private_redis {
 
   private:
     std::uint16_t port_;
+    std::uint16_t replica_of_;
     pid_t pid_ = -1;
 };
 
@@ -370,6 +379,53 @@ TEST(redis_device_inbox_outage, fails_while_redis_is_gone_and_recovers) {
     ASSERT_TRUE(pending);
     ASSERT_EQ(pending->size(), 1u);
     EXPECT_EQ((*pending)[0].record, "c");
+}
+
+// redis.wait.replicas: a write no replica acknowledged within the wait is a failure (the
+// caller retries it), never a stored message; without the wait the same write succeeds.
+TEST_F(redis_device_inbox_test, a_write_without_the_replicas_asked_for_fails) {
+    auto config =
+        test_inbox_config(address_, {.max_messages = 100, .default_ttl_ms = 60000}, prefix_);
+    config.wait_replicas = 1;
+    config.wait_timeout = milliseconds(50);  // the test server has no replica
+    auto opened = open_redis_device_inbox(config, clock_);
+    ASSERT_TRUE(opened) << opened.error().message();
+    auto failed = append(**opened, "c1", {{"a", 0}});
+    ASSERT_FALSE(failed);
+    EXPECT_EQ(failed.error(), make_error_code(redis_errc::not_replicated));
+    EXPECT_TRUE(failed.error() == std::errc::io_error);
+    EXPECT_TRUE((*opened)->healthy());  // the connection stays: Redis itself is fine
+
+    auto& plain = open();
+    EXPECT_TRUE(append(plain, "c2", {{"b", 0}}));
+}
+
+// A server that turned replica (a failover demoted it) refuses writes with READONLY: the call
+// fails as a lost connection, so the adapter reconnects (through the sentinels, when used)
+// instead of reporting a server error for every call.
+TEST(redis_device_inbox_failover, a_demoted_master_counts_as_a_lost_connection) {
+    if (!have_redis_server()) {
+        GTEST_SKIP() << "redis-server is not installed";
+    }
+    const std::uint16_t master_port = free_port();
+    const std::uint16_t replica_port = free_port();
+    ASSERT_NE(master_port, 0);
+    ASSERT_NE(replica_port, 0);
+    private_redis master(master_port);
+    private_redis replica(replica_port, master_port);
+    ASSERT_TRUE(master.start());
+    ASSERT_TRUE(replica.start());
+
+    manual_clock clk;
+    auto opened = open_redis_device_inbox(private_config(replica_port), clk);
+    ASSERT_TRUE(opened) << opened.error().message();  // reads work on a replica: it opens
+    auto failed = append(**opened, "c1", {{"a", 0}});
+    ASSERT_FALSE(failed);
+    EXPECT_EQ(failed.error(), make_error_code(redis_errc::io_error)) << failed.error().message();
+    // Nothing was written: the replica holds no key of the client.
+    auto conn = test_connection({"127.0.0.1", replica_port});
+    ASSERT_TRUE(conn);
+    EXPECT_EQ(integer_command(*conn, {"DBSIZE"}), 0);
 }
 
 // With no calls at all, the idle PING notices the server is gone (healthy() false) and the

@@ -355,6 +355,12 @@ TEST(postgres_conninfo, quotes_values_and_sets_the_session) {
     EXPECT_THAT(
         info, ::testing::HasSubstr("options='-c statement_timeout=1500 -c search_path=tenant_1'"));
     EXPECT_THAT(info, ::testing::HasSubstr("port=5433"));
+    EXPECT_THAT(info, ::testing::Not(::testing::HasSubstr("sslrootcert")));
+    cfg.sslmode = "verify-full";
+    cfg.sslrootcert = "/etc/pg/ca file.crt";
+    const auto tls = adapters::postgres::postgres_conninfo(cfg);
+    EXPECT_THAT(tls, ::testing::HasSubstr("sslmode='verify-full'"));
+    EXPECT_THAT(tls, ::testing::HasSubstr("sslrootcert='/etc/pg/ca file.crt'"));
 }
 
 }  // namespace starling::testing

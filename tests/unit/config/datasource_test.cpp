@@ -68,6 +68,18 @@ TEST(datasource_url, ipv6_host_and_parameters) {
     EXPECT_EQ(parsed.url->password, "x");
 }
 
+TEST(datasource_url, tls_files_reach_the_config) {
+    const auto parsed = parse_datasource_url(
+        "postgresql://h/db?sslmode=verify-full&sslrootcert=%2Fetc%2Fpg%2Fca.crt"
+        "&sslcert=/c.crt&sslkey=/c.key");
+    ASSERT_TRUE(parsed.url) << parsed.why;
+    EXPECT_EQ(parsed.url->sslmode, "verify-full");
+    EXPECT_EQ(parsed.url->sslrootcert, "/etc/pg/ca.crt");
+    EXPECT_EQ(parsed.url->sslcert, "/c.crt");
+    EXPECT_EQ(parsed.url->sslkey, "/c.key");
+    EXPECT_THAT(url_error("postgresql://h/db?sslrootcert="), HasSubstr("empty sslrootcert"));
+}
+
 TEST(datasource_url, rejects_what_it_cannot_use) {
     EXPECT_THAT(url_error("mysql://h/db"), HasSubstr("is not a PostgreSQL URL"));
     EXPECT_THAT(url_error("jdbc:postgresql://h:70000/db"), HasSubstr("not 1..65535"));

@@ -724,15 +724,50 @@ INSTANTIATE_TEST_SUITE_P(
         bad_value{"SECURITY_MQTT_ALLOW_ANONYMOUS", "nope", "security.mqtt.allow-anonymous",
                   "is not a boolean"},
         bad_value{"REDIS_CONNECTION_TYPE", "cluster", "redis.connection.type",
-                  "is not supported yet: Starling connects to standalone Redis only"},
-        bad_value{"REDIS_CONNECTION_TYPE", "sentinel", "redis.connection.type",
-                  "is not supported yet"},
+                  "is not supported yet: Starling connects to standalone Redis or through "
+                  "Redis Sentinel"},
         bad_value{"REDIS_CONNECTION_TYPE", "replicated", "redis.connection.type",
-                  "is not one of: standalone, cluster, sentinel"},
+                  "is not one of: standalone, sentinel, cluster"},
+        bad_value{"REDIS_SENTINELS", "s1:26379,s2", "redis.sentinel.sentinels",
+                  "'s2' is not host:port"},
+        bad_value{"REDIS_SENTINELS", "s1:0", "redis.sentinel.sentinels", "'s1:0' is not host:port"},
+        bad_value{"REDIS_WAIT_REPLICAS", "17", "redis.wait.replicas", "is out of range (0..16)"},
         bad_value{"REDIS_PORT", "0", "redis.standalone.port", "is out of range (1..65535)"},
         bad_value{"REDIS_HOST", "", "redis.standalone.host", "must not be empty"},
         bad_value{"REDIS_CLIENT_READ_TIMEOUT", "0", "redis.standalone.readTimeout",
                   "is out of range (1..3600000 ms)"}));
+
+TEST(config_loader, redis_sentinel_settings) {
+    const auto c = load_shipped({{"REDIS_CONNECTION_TYPE", "sentinel"},
+                                 {"REDIS_MASTER", "mymaster"},
+                                 {"REDIS_SENTINELS", " s1:26379 , [::1]:26380,10.0.0.3:5000"},
+                                 {"REDIS_SENTINEL_PASSWORD", "pw"},
+                                 {"REDIS_WAIT_REPLICAS", "1"}});
+    EXPECT_EQ(c.redis.connection_type, "sentinel");
+    EXPECT_EQ(c.redis.sentinel.master, "mymaster");
+    using hp = std::pair<std::string, std::uint16_t>;
+    EXPECT_EQ(c.redis.sentinel.sentinels,
+              (std::vector<hp>{{"s1", 26379}, {"::1", 26380}, {"10.0.0.3", 5000}}));
+    EXPECT_EQ(c.redis.sentinel.password, "pw");
+    EXPECT_EQ(c.redis.wait_replicas, 1u);
+    EXPECT_EQ(c.redis.wait_timeout, std::chrono::milliseconds(1000));
+
+    // Sentinel needs both the master's name and at least one sentinel; the error names the key.
+    for (const auto& [missing, env] :
+         std::vector<std::pair<std::string, std::map<std::string, std::string>>>{
+             {"redis.sentinel.master",
+              {{"REDIS_CONNECTION_TYPE", "sentinel"}, {"REDIS_SENTINELS", "s1:26379"}}},
+             {"redis.sentinel.sentinels",
+              {{"REDIS_CONNECTION_TYPE", "sentinel"}, {"REDIS_MASTER", "m"}}}}) {
+        try {
+            load_shipped(env);
+            ADD_FAILURE() << "expected config_error for " << missing;
+        } catch (const config_error& e) {
+            EXPECT_EQ(e.key(), missing);
+            EXPECT_THAT(e.what(), HasSubstr("required with redis.connection.type sentinel"));
+        }
+    }
+}
 
 TEST(config_loader, kafka_property_strings_parse_like_tbmq) {
     const auto c = load_shipped({{"TB_KAFKA_DEFAULT_PRODUCER_CONSUMER_CONFIG",
