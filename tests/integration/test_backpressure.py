@@ -214,7 +214,10 @@ def test_gauge_returns_to_zero_when_a_congested_client_disconnects_abruptly(
 # --- persistent subscribers: pause and resume, nothing lost -----------------------------------
 
 PERSISTED = 3000
-BIG = 8192  # the in-flight window (1000) of 8 KiB copies is far over the 1280 KiB watermark
+# The in-flight window (1000) of 16 KiB copies (16 MiB) is far over the 1280 KiB watermark plus
+# what the kernel can hold: the subscriber's fixed receive buffer and the broker's send buffer
+# (net.ipv4.tcp_wmem's maximum, 4 MiB by default).
+BIG = 16384
 PUB_WINDOW = 200
 
 LOGINS = {"device": credentials.DEVICE, "application": credentials.APPLICATION}
@@ -250,6 +253,11 @@ def test_persistent_subscriber_that_stalls_then_resumes_gets_everything_in_order
     )
     topic = f"bp/{uid}"
     sub = raw_client(broker, codec.MQTT5, timeout=30.0)
+    # A fixed receive buffer turns off Linux's autotuning, which would otherwise grow it (up to
+    # net.ipv4.tcp_rmem's maximum, 32 MiB on some machines) until the kernel held the whole
+    # in-flight window and the channel went writable again before anyone looked. 256 KiB stays
+    # far above the loopback MSS (see stalled_reader).
+    sub.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 256 * 1024)
     ack = sub.connect(f"{uid}-sub", **persistent(codec.MQTT5, 3600), **LOGINS[client_type])
     assert ack.reason_code == 0
     assert sub.subscribe(topic, 1).reason_codes == [1]
