@@ -34,6 +34,7 @@
 //   without coalescing would cost one database write per PUBLISH and per ack.
 //   Concurrency: only the owning actor's thread touches it; completions are posted back.
 
+#include "base/lazy_deque.h"
 #include "base/result.h"
 #include "broker/app_consumer.h"
 #include "broker/client_actor.h"
@@ -43,7 +44,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -137,7 +137,7 @@ class application_session {
         app_shared_spec spec;
         std::unique_ptr<app_consumer> consumer;
         std::map<std::int32_t, std::int64_t> next_offset;  // per partition: after the last taken
-        std::deque<log_record> pending;
+        base::lazy_deque<log_record> pending;
     };
 
     void start_consumer();
@@ -178,8 +178,8 @@ class application_session {
     std::int64_t resend_until_ = 0;
     // Offset after the last record taken from the consumer (-1: none taken yet).
     std::int64_t next_offset_ = -1;
-    std::deque<std::uint16_t> pubrels_to_send_;  // in offset order
-    std::deque<log_record> pending_;  // taken from the consumer, not sent yet (window full)
+    base::lazy_deque<std::uint16_t> pubrels_to_send_;  // in offset order
+    base::lazy_deque<log_record> pending_;  // taken from the consumer, not sent yet (window full)
 
     bool saving_ = false;
     bool save_again_ = false;

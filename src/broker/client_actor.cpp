@@ -79,9 +79,13 @@ struct client_actor::connection_state {
     actor::timer_handle keep_alive_timer;
     std::uint16_t client_receive_max = 65535;
     std::uint32_t client_max_packet = 0;  // 0: no limit
-    std::unordered_map<std::uint16_t, std::string> inbound_aliases;
-    mqtt::outbound_topic_aliases outbound_aliases;  // server → client, up to the client's maximum
-    std::optional<mqtt::will_message> will;
+    // Topic aliases, boxed and created on first use: most clients use none, and the two tables
+    // are about 150 bytes inline.
+    std::unique_ptr<std::unordered_map<std::uint16_t, std::string>> inbound_aliases;
+    // Server → client, up to the client's maximum; null when the client allows none.
+    std::unique_ptr<mqtt::outbound_topic_aliases> outbound_aliases;
+    // Boxed: a will_message is over 500 bytes and most connections have none.
+    std::unique_ptr<mqtt::will_message> will;
     bool will_suppressed = false;  // DISCONNECT 0x00 received
     client_type type = client_type::device;
     std::shared_ptr<const auth::topic_rules> rules;  // null = everything allowed
@@ -295,7 +299,7 @@ void client_actor::on_connect(client_msg::connect&& m) {
     c->last_activity = core_.clock().steady_now();
     c->keep_alive = p.keep_alive;
     c->clean_start = p.clean_start;
-    c->will = p.will;
+    c->will = p.will ? std::make_unique<mqtt::will_message>(*p.will) : nullptr;
     c->type = m.type;
     if (auto prev = core_.sessions().find_session(client_id_); prev && prev->persistent) {
         app_previous_type_ = prev->type;
@@ -307,8 +311,9 @@ void client_actor::on_connect(client_msg::connect&& m) {
     if (v5) {
         c->client_receive_max = p.properties.receive_maximum.value_or(65535);
         c->client_max_packet = p.properties.maximum_packet_size.value_or(0);
-        c->outbound_aliases =
-            mqtt::outbound_topic_aliases(p.properties.topic_alias_maximum.value_or(0));
+        if (const auto maximum = p.properties.topic_alias_maximum.value_or(0); maximum > 0) {
+            c->outbound_aliases = std::make_unique<mqtt::outbound_topic_aliases>(maximum);
+        }
         c->wants_response_information = p.properties.request_response_information.value_or(0) == 1;
     }
     conn_ = std::move(c);
@@ -1044,14 +1049,23 @@ void client_actor::on_publish(mqtt::publish&& p) {
             return;
         }
         if (!p.topic.empty()) {
-            c.inbound_aliases[alias] = p.topic;
+            if (!c.inbound_aliases) {
+                c.inbound_aliases =
+                    std::make_unique<std::unordered_map<std::uint16_t, std::string>>();
+            }
+            (*c.inbound_aliases)[alias] = p.topic;
         } else {
-            auto it = c.inbound_aliases.find(alias);
-            if (it == c.inbound_aliases.end()) {
+            const std::string* known = nullptr;
+            if (c.inbound_aliases) {
+                if (auto it = c.inbound_aliases->find(alias); it != c.inbound_aliases->end()) {
+                    known = &it->second;
+                }
+            }
+            if (known == nullptr) {
                 disconnect_with(mqtt::reason_code::protocol_error, "unknown topic alias");
                 return;
             }
-            p.topic = it->second;
+            p.topic = *known;
         }
         p.properties.topic_alias.reset();
     }
@@ -1445,7 +1459,7 @@ bool client_actor::incoming_allowed() {
     }
     const auto now = core_.clock().steady_now();
     if (!incoming_limit_) {
-        incoming_limit_.emplace(limit, now);
+        incoming_limit_ = std::make_unique<ratelimit::token_bucket>(limit, now);
     }
     const bool ok = incoming_limit_->try_acquire(now);
     if (!ok && !incoming_throttled_) {
@@ -1465,7 +1479,7 @@ bool client_actor::outgoing_allowed() {
     }
     const auto now = core_.clock().steady_now();
     if (!outgoing_limit_) {
-        outgoing_limit_.emplace(limit, now);
+        outgoing_limit_ = std::make_unique<ratelimit::token_bucket>(limit, now);
     }
     const bool ok = outgoing_limit_->try_acquire(now);
     if (!ok && !outgoing_throttled_) {
@@ -1539,9 +1553,8 @@ void client_actor::send_publish(const delivery& d, std::uint16_t packet_id, bool
     // PUBLISH of a topic establishes one (the least recently used once all are taken), later
     // ones send the alias alone. Recorded only once the PUBLISH goes out (below).
     mqtt::outbound_topic_aliases::choice alias;
-    if (c.v5() && c.outbound_aliases.maximum() > 0 &&
-        m.topic.size() >= core_.cfg().min_topic_length_for_alias) {
-        alias = c.outbound_aliases.choose(m.topic);
+    if (c.v5() && c.outbound_aliases && m.topic.size() >= core_.cfg().min_topic_length_for_alias) {
+        alias = c.outbound_aliases->choose(m.topic);
         if (alias.alias != 0) {
             h.topic_alias = alias.alias;
             if (!alias.with_topic) {
@@ -1561,7 +1574,9 @@ void client_actor::send_publish(const delivery& d, std::uint16_t packet_id, bool
     std::string out;
     mqtt::encode_publish(out, c.version, h, m.payload);
     c.channel->send(std::move(out));
-    c.outbound_aliases.sent(m.topic, alias);
+    if (c.outbound_aliases) {
+        c.outbound_aliases->sent(m.topic, alias);
+    }
     core_.probe().publish_sent(static_cast<std::uint8_t>(d.qos));
 }
 
@@ -2164,7 +2179,7 @@ void client_actor::end_connection(metrics::disconnect_reason cause, std::string_
         if (delay == 0 || !persistent_) {
             publish_will(*c->will);
         } else {
-            pending_will_ = c->will;
+            pending_will_ = std::make_unique<mqtt::will_message>(*c->will);
             std::weak_ptr<client_actor> weak = weak_from_this();
             will_timer_ = core_.timers().schedule_after(std::chrono::seconds(delay), [weak] {
                 if (auto self = weak.lock()) {
@@ -2572,7 +2587,7 @@ bool client_actor::quota_admits_publish(mqtt::publish& p) {
                 [seq, cost, verdict](client_actor& a) { a.on_quota_verdict(seq, cost, verdict); });
         });
     if (!v) {
-        quota_charging_ = std::move(p);
+        quota_charging_ = std::make_unique<mqtt::publish>(std::move(p));
         quota_channel_ = conn_->id;
         core_.probe().quota_waiting(1);
         core_.probe().quota_charge_waited();
@@ -2679,7 +2694,7 @@ bool client_actor::must_wait(const mqtt::packet& p) const {
 }
 
 void client_actor::hold_packet(mqtt::packet&& p) {
-    const bool for_quota = quota_charging_.has_value();
+    const bool for_quota = quota_charging_ != nullptr;
     // The connection stops reading while packets wait, so what is held is bounded by what was
     // already read: its mailbox (settings::mailbox_capacity) and one read's worth.
     const std::size_t limit =
@@ -2737,7 +2752,7 @@ bool client_actor::defers_close(client_msg::closed& m) {
         m.protocol_error) {
         return false;
     }
-    deferred_close_ = std::move(m);
+    deferred_close_ = std::make_unique<client_msg::closed>(std::move(m));
     return true;
 }
 

@@ -25,6 +25,8 @@
 #include "actor/mailbox.h"
 #include "actor/timer_service.h"
 #include "auth/provider.h"
+#include "base/lazy_deque.h"
+#include "base/lazy_hash_set.h"
 #include "broker/client_channel.h"
 #include "broker/message.h"
 #include "broker/session_limits.h"
@@ -40,7 +42,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -48,7 +49,6 @@
 #include <set>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <variant>
 #include <vector>
 
@@ -373,7 +373,7 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     bool stopped_ = false;
 
     std::unique_ptr<connection_state> conn_;
-    std::deque<mqtt::packet> pre_connack_;  // packets that arrived before CONNACK was sent
+    base::lazy_deque<mqtt::packet> pre_connack_;  // packets that arrived before CONNACK was sent
 
     // Session. persistent_: QoS 1/2 copies go through durable storage (device inbox or
     // APPLICATION topic) and the session can be resumed while it lasts — v3 clean session 0, v5
@@ -402,14 +402,14 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
 
     // Outbound.
     std::map<std::uint16_t, outbound_entry> inflight_;
-    std::deque<delivery> queued_;
+    base::lazy_deque<delivery> queued_;
     std::uint16_t last_packet_id_ = 0;
     bool inbox_dirty_ = false;
     bool inbox_reading_ = false;
     // Pending messages read from the inbox and not sent yet (window full), oldest first; at
     // most about a window of them. Dropped when the connection ends (they stay in the inbox).
-    std::deque<inbox_message> inbox_prefetched_;
-    std::unordered_set<std::uint16_t> inbox_prefetched_ids_;
+    base::lazy_deque<inbox_message> inbox_prefetched_;
+    base::lazy_hash_set<std::uint16_t> inbox_prefetched_ids_;
     // A read returned every pending message: once those are sent, nothing older is left.
     bool inbox_covered_ = false;
     // Acknowledged (or expired, or undeliverable) messages leave the inbox in batches, one
@@ -425,8 +425,8 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     bool inbox_remove_in_flight_ = false;
     bool inbox_remove_retrying_ = false;
     std::uint64_t inbox_generation_ = 0;
-    std::unordered_set<std::uint16_t> inbox_removing_;
-    std::unordered_set<std::uint16_t> sent_before_;
+    base::lazy_hash_set<std::uint16_t> inbox_removing_;
+    base::lazy_hash_set<std::uint16_t> sent_before_;
     bool redeliver_all_as_dup_ = false;
     // Persistent DEVICE: the channel became writable again with messages in flight, so inbox
     // delivery waits until they are acknowledged or the backoff schedule
@@ -446,7 +446,7 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
 
     // Inbound.
     std::set<std::uint16_t> inbound_qos2_;
-    std::deque<pending_ack> pending_acks_;
+    base::lazy_deque<pending_ack> pending_acks_;
     std::uint64_t next_seq_ = 1;
     std::size_t inbound_unacked_ = 0;  // QoS 1/2 PUBLISH received and not completed
 
@@ -470,8 +470,8 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     // The connection ended: what waited is dropped (its QoS 1/2 PUBLISHes were never
     // acknowledged, so the client sends them again).
     void drop_held();
-    std::deque<held_packet> held_;
-    std::optional<client_msg::closed> deferred_close_;
+    base::lazy_deque<held_packet> held_;
+    std::unique_ptr<client_msg::closed> deferred_close_;  // boxed: 56 bytes, rarely set
     bool releasing_held_ = false;
     // Cluster mode: the session came from another node and its subscriptions are adopted once
     // this node's mirror caught up (bounded, adopt_subscriptions); SUBSCRIBE and UNSUBSCRIBE
@@ -482,7 +482,7 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     bool inbound_qos2_loading_ = false;
 
     // Will and expiry.
-    std::optional<mqtt::will_message> pending_will_;
+    std::unique_ptr<mqtt::will_message> pending_will_;  // boxed: over 500 bytes, rarely set
     actor::timer_handle will_timer_;
     actor::timer_handle expiry_timer_;
     std::uint64_t expiry_generation_ = 0;
@@ -502,8 +502,9 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     // streak of drops instead of one per message.
     bool incoming_allowed();
     bool outgoing_allowed();
-    std::optional<ratelimit::token_bucket> incoming_limit_;
-    std::optional<ratelimit::token_bucket> outgoing_limit_;
+    // Boxed (40 bytes each inline): most deployments set no per-client rate limit.
+    std::unique_ptr<ratelimit::token_bucket> incoming_limit_;
+    std::unique_ptr<ratelimit::token_bucket> outgoing_limit_;
     bool incoming_throttled_ = false;
     bool outgoing_throttled_ = false;
 
@@ -530,7 +531,7 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     void answer_publish_now(const mqtt::publish& p, mqtt::reason_code code);
     void refuse_publish(const mqtt::publish& p, ratelimit::quota_verdict v);
     void admit_publish(mqtt::publish&& p);
-    std::optional<mqtt::publish> quota_charging_;
+    std::unique_ptr<mqtt::publish> quota_charging_;  // boxed: over 500 bytes, rarely set
     std::uint64_t quota_seq_ = 0;
     std::uint64_t quota_channel_ = 0;
 };

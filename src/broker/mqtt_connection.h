@@ -28,6 +28,7 @@
 // connection's I/O strand; client_channel methods from the actor's thread.
 
 #include "auth/authenticator.h"
+#include "base/lazy_deque.h"
 #include "broker/client_actor.h"
 #include "broker/client_channel.h"
 #include "mqtt/decoder.h"
@@ -35,7 +36,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -101,7 +101,7 @@ class mqtt_connection final : public net::connection_handler,
     bool peer_gone_ = false;  // closed while authenticating (under the mutex)
 
     std::mutex backlog_mutex_;
-    std::deque<client_message> backlog_;
+    base::lazy_deque<client_message> backlog_;
     bool paused_ = false;
     std::atomic<bool> paused_flag_{false};  // paused_, readable without the mutex
     bool held_ = false;                     // hold_reading(true) (under the mutex)

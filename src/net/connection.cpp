@@ -7,8 +7,8 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <memory>
 #include <mutex>
-#include <optional>
 #include <utility>
 #include <vector>
 
@@ -65,10 +65,12 @@ struct connection::state {
     std::vector<std::string> in_flight;  // the strings the current write gathers
     std::vector<boost::asio::const_buffer> gather;
     std::size_t in_flight_bytes = 0;
-    std::optional<boost::asio::steady_timer> close_timer;  // created by close() only
+    // Both timers are boxed and exist only while armed: an inline steady_timer is 64 bytes
+    // that every idle connection would carry for nothing.
+    std::unique_ptr<boost::asio::steady_timer> close_timer;  // created by close() only
     // The listener's slots (released when the socket closes) and connect deadline.
     accept_guard guard;
-    std::optional<boost::asio::steady_timer> connect_timer;  // armed by run_start()
+    std::unique_ptr<boost::asio::steady_timer> connect_timer;  // armed by run_start()
 };
 
 std::shared_ptr<connection> connection::create(std::unique_ptr<transport> stream,
@@ -180,12 +182,9 @@ void connection::connect_completed() {
     if (state_->connect_done.exchange(true)) {
         return;
     }
-    // Frees the timer now rather than at the deadline (it would find connect_done anyway).
-    post([self = shared_from_this()] {
-        if (self->state_->connect_timer) {
-            self->state_->connect_timer->cancel();
-        }
-    });
+    // Frees the timer now rather than at the deadline (it would find connect_done anyway);
+    // destroying it cancels its wait.
+    post([self = shared_from_this()] { self->state_->connect_timer.reset(); });
 }
 
 // ---------------------------------------------------------------- strand
@@ -208,7 +207,7 @@ void connection::run_start(std::shared_ptr<connection_handler> handler) {
     if (s.guard.connect_deadline != std::chrono::steady_clock::time_point::max() &&
         !s.connect_done.load(std::memory_order_relaxed)) {
         // Weak: the deadline alone must not keep a connection alive that nothing else holds.
-        s.connect_timer.emplace(s.executor);
+        s.connect_timer = std::make_unique<boost::asio::steady_timer>(s.executor);
         s.connect_timer->expires_at(s.guard.connect_deadline);
         s.connect_timer->async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
             if (ec) {
@@ -385,7 +384,7 @@ void connection::begin_close() {
         return;
     }
     s.current = state::phase::closing;
-    s.close_timer.emplace(s.executor);
+    s.close_timer = std::make_unique<boost::asio::steady_timer>(s.executor);
     s.close_timer->expires_after(s.options.close_timeout);
     s.close_timer->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
         if (!ec) {
