@@ -214,11 +214,23 @@ def test_gauge_returns_to_zero_when_a_congested_client_disconnects_abruptly(
 # --- persistent subscribers: pause and resume, nothing lost -----------------------------------
 
 PERSISTED = 3000
-# The in-flight window (1000) of 16 KiB copies (16 MiB) is far over the 1280 KiB watermark plus
-# what the kernel can hold: the subscriber's fixed receive buffer and the broker's send buffer
-# (net.ipv4.tcp_wmem's maximum, 4 MiB by default).
+# The in-flight window (1000) of 16 KiB copies is 16 MiB. The watermarks are set so that the
+# stall is seen whatever the kernel does with its buffers:
+# - the broker keeps sending until its queue passes HIGH, which it must: the window (16 MiB)
+#   exceeds HIGH (10 MiB) plus all the kernel can hold (the subscriber's fixed receive buffer
+#   and the broker's send buffer, net.ipv4.tcp_wmem's maximum, 4 MiB by default);
+# - once past HIGH it cannot drop below LOW (2 MiB) while the subscriber reads nothing: the
+#   kernel could absorb at most those 4.5 MiB more.
+# With the defaults (1280/640 KiB), the broker's send buffer, which Linux grows as the
+# subscriber acknowledges its first segments, could take back the whole excess: the channel
+# turned writable again, delivery paused for its resume backoff (about 30 s), and the gauge
+# read 0 (a CI flake).
 BIG = 16384
 PUB_WINDOW = 200
+WATERMARKS = {  # KiB
+    "NETTY_WRITE_BUFFER_HIGH_WATER_MARK": "10240",
+    "NETTY_WRITE_BUFFER_LOW_WATER_MARK": "2048",
+}
 
 LOGINS = {"device": credentials.DEVICE, "application": credentials.APPLICATION}
 
@@ -249,7 +261,8 @@ def test_persistent_subscriber_that_stalls_then_resumes_gets_everything_in_order
     broker_factory, raw_client, uid, client_type
 ):
     broker = broker_factory(
-        env=credentials.env(ASAN_OPTIONS=ASAN), config_text=credentials.config_text()
+        env=credentials.env(ASAN_OPTIONS=ASAN, **WATERMARKS),
+        config_text=credentials.config_text(),
     )
     topic = f"bp/{uid}"
     sub = raw_client(broker, codec.MQTT5, timeout=30.0)
