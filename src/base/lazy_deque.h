@@ -9,44 +9,29 @@
 // every connection's whole life; as std::deques they were over half of an idle connection's
 // memory (docs/performance.md, "Memory per idle connection"). Here the storage (a
 // Boost.Container deque, same complexity and reference stability as std::deque) is created on
-// the first insertion and kept from then on, so a busy queue does not allocate it again.
+// the first insertion and kept from then on, so a busy queue does not allocate it again
+// (lazy_storage.h, shared with lazy_hash_set.h).
 //
 // Only what the broker uses is offered; reading an empty, never-used queue allocates nothing.
 
+#include "base/lazy_storage.h"
+
 #include <boost/container/deque.hpp>
 
-#include <cstddef>
-#include <memory>
 #include <utility>
 
 namespace starling::base {
 
 template <class T>
-class lazy_deque {
+class lazy_deque : public lazy_storage<boost::container::deque<T>> {
     using storage = boost::container::deque<T>;
+    using lazy_storage<storage>::items_;
+    using lazy_storage<storage>::store;
 
   public:
     using value_type = T;
     using iterator = typename storage::iterator;
     using const_iterator = typename storage::const_iterator;
-
-    lazy_deque() noexcept = default;
-    lazy_deque(lazy_deque&&) noexcept = default;
-    lazy_deque& operator=(lazy_deque&&) noexcept = default;
-    lazy_deque(const lazy_deque& other)
-        : items_(other.items_ ? std::make_unique<storage>(*other.items_) : nullptr) {}
-    lazy_deque& operator=(const lazy_deque& other) {
-        if (this != &other) {
-            lazy_deque copy(other);
-            *this = std::move(copy);
-        }
-        return *this;
-    }
-
-    bool empty() const noexcept { return !items_ || items_->empty(); }
-    std::size_t size() const noexcept { return items_ ? items_->size() : 0; }
-    // Whether the storage exists (for tests and memory accounting).
-    bool allocated() const noexcept { return items_ != nullptr; }
 
     // Precondition for front/back/pop_*: !empty().
     T& front() { return items_->front(); }
@@ -64,28 +49,11 @@ class lazy_deque {
         return store().emplace_back(std::forward<Args>(args)...);
     }
 
-    // Keeps the storage: a queue that was used once is likely to be used again.
-    void clear() noexcept {
-        if (items_) {
-            items_->clear();
-        }
-    }
-
     // A never-used queue yields two default-constructed iterators, which compare equal.
     iterator begin() noexcept { return items_ ? items_->begin() : iterator{}; }
     iterator end() noexcept { return items_ ? items_->end() : iterator{}; }
     const_iterator begin() const noexcept { return items_ ? items_->cbegin() : const_iterator{}; }
     const_iterator end() const noexcept { return items_ ? items_->cend() : const_iterator{}; }
-
-  private:
-    storage& store() {
-        if (!items_) {
-            items_ = std::make_unique<storage>();
-        }
-        return *items_;
-    }
-
-    std::unique_ptr<storage> items_;
 };
 
 }  // namespace starling::base

@@ -2179,16 +2179,15 @@ void client_actor::end_connection(metrics::disconnect_reason cause, std::string_
         if (delay == 0 || !persistent_) {
             publish_will(*c->will);
         } else {
-            pending_will_ = std::make_unique<mqtt::will_message>(*c->will);
+            pending_will_ = std::move(c->will);  // the connection is ending
             std::weak_ptr<client_actor> weak = weak_from_this();
             will_timer_ = core_.timers().schedule_after(std::chrono::seconds(delay), [weak] {
                 if (auto self = weak.lock()) {
                     self->post([](client_actor& a) {
                         a.will_timer_ = {};
                         if (a.pending_will_ && !a.conn_) {
-                            auto will = std::move(*a.pending_will_);
-                            a.pending_will_.reset();
-                            a.publish_will(will);
+                            auto will = std::move(a.pending_will_);
+                            a.publish_will(*will);
                         }
                     });
                 }
@@ -2331,11 +2330,10 @@ void client_actor::clear_session_state() {
 void client_actor::end_session() {
     if (pending_will_) {
         // The session ends before the will delay passed: the will goes now.
-        auto will = std::move(*pending_will_);
-        pending_will_.reset();
+        auto will = std::move(pending_will_);
         core_.timers().cancel(will_timer_);
         will_timer_ = {};
-        publish_will(will);
+        publish_will(*will);
     }
     const bool had_persistent_state = persistent_;
     remove_subscriptions();
