@@ -1554,6 +1554,29 @@ def check_helm_sentinel(path, master, sentinels):
     finish(f"sentinel {master} via {sentinels}, WAIT 1 replica, sentinel password from Secret")
 
 
+def check_helm_redis_cluster(path, nodes):
+    """The chart rendered with cluster.redis.cluster.nodes: the nodes are told the cluster
+    connection type and seed nodes the loader parses (host:port list), the redirect bound, inbox
+    writes wait for a replica, database 0, and no standalone or sentinel address is left."""
+    docs = [d for d in yaml.safe_load_all(open(path)) if d]
+    env = {}
+    for cm in (d for d in docs if d["kind"] == "ConfigMap"):
+        if cm["metadata"]["name"].endswith("-env"):
+            env = cm["data"]
+    want = {"REDIS_CONNECTION_TYPE": "cluster", "REDIS_NODES": nodes, "REDIS_MAX_REDIRECTS": "12",
+            "REDIS_WAIT_REPLICAS": "1", "REDIS_DB": "0"}
+    for var, value in want.items():
+        if env.get(var) != value:
+            problem(f"{var} = {env.get(var)!r}, not {value!r}")
+    for item in env.get("REDIS_NODES", "").split(","):
+        if not re.fullmatch(r"\s*[^,:\s]+:[0-9]{1,5}\s*", item):
+            problem(f"REDIS_NODES item {item!r} is not host:port")
+    for var in ("REDIS_HOST", "REDIS_PORT", "REDIS_MASTER", "REDIS_SENTINELS"):
+        if var in env:
+            problem(f"{var} set although the cluster's slot map says where each key lives")
+    finish(f"cluster seeds {nodes}, 12 redirects, WAIT 1 replica, db 0")
+
+
 def check_helm_drain(path, grace_needed):
     """The chart rendered with drain.enabled: a preStop hook running the script the image
     installs (docker/Dockerfile COPYs docker/drain.sh there), the drain variables in the
@@ -1925,7 +1948,9 @@ if [[ -n "$helm" ]]; then
         --set tls.certManager.enabled=true --set tls.certManager.issuerRef.name=letsencrypt \
         --set 'tls.certManager.dnsNames[0]=mqtt.example.com' \
         --set metrics.prometheusRule.enabled=true --set metrics.grafanaDashboard.enabled=true
-    for name in default no-persistence-clusterip cluster tls cert-manager; do
+    render redis-cluster --set mode=cluster --set cluster.postgres.existingSecret=starling-postgres \
+        --set cluster.redis.cluster.nodes='redis-0:6379\\,redis-1:6379\\,redis-2:6379'
+    for name in default no-persistence-clusterip cluster tls cert-manager redis-cluster; do
         [[ -s "$work/helm-$name.yaml" ]] && validate_k8s "helm ($name)" "$work/helm-$name.yaml"
     done
     if [[ -n "$py" && -s "$work/helm-default.yaml" ]]; then
@@ -1965,6 +1990,15 @@ if [[ -n "$helm" ]]; then
         run_check "helm (cert-manager) Redis Sentinel" deploycheck check_helm_sentinel \
             "$work/helm-cert-manager.yaml" mymaster sentinel-0:26379
     fi
+    if [[ -n "$py" && -s "$work/helm-redis-cluster.yaml" ]]; then
+        run_check "helm (redis-cluster) Redis Cluster" deploycheck check_helm_redis_cluster \
+            "$work/helm-redis-cluster.yaml" redis-0:6379,redis-1:6379,redis-2:6379
+        sed 's/REDIS_CONNECTION_TYPE: "cluster"/REDIS_CONNECTION_TYPE: "standalone"/' \
+            "$work/helm-redis-cluster.yaml" >"$work/bad-helm-redis-cluster.yaml"
+        expect_reject "helm (redis-cluster) check: the standalone connection type" \
+            deploycheck check_helm_redis_cluster "$work/bad-helm-redis-cluster.yaml" \
+            redis-0:6379,redis-1:6379,redis-2:6379
+    fi
     # Values the chart must refuse.
     refuse() { # name, then --set flags
         local name="$1"
@@ -1987,6 +2021,14 @@ if [[ -n "$helm" ]]; then
         --set cluster.postgres.existingSecret=s --set cluster.redis.sentinel.master=mymaster
     refuse "a sentinel without a port" --set mode=cluster --set cluster.postgres.existingSecret=s \
         --set cluster.redis.sentinel.master=mymaster --set cluster.redis.sentinel.sentinels=s1
+    refuse "Redis Sentinel and Redis Cluster at once" --set mode=cluster \
+        --set cluster.postgres.existingSecret=s --set cluster.redis.sentinel.master=m \
+        --set cluster.redis.sentinel.sentinels=s1:26379 --set cluster.redis.cluster.nodes=r1:6379
+    refuse "a Redis Cluster node without a port" --set mode=cluster \
+        --set cluster.postgres.existingSecret=s --set cluster.redis.cluster.nodes=r1
+    refuse "Redis Cluster with a database other than 0" --set mode=cluster \
+        --set cluster.postgres.existingSecret=s --set cluster.redis.cluster.nodes=r1:6379 \
+        --set cluster.redis.db=2
     refuse "a grace period shorter than the drain" --set terminationGracePeriodSeconds=12
     refuse "an unknown mode" --set mode=standalone
     refuse "a drain without the admin token's Secret" --set drain.enabled=true \

@@ -293,6 +293,13 @@ http::disk_space_reading disk_reading(const adapters::embedded::embedded_log_sta
 
 // Where the Redis of the configuration is, for log lines and start-up errors (naming the keys).
 std::string redis_description(const config::redis_section& redis) {
+    if (redis.connection_type == "cluster") {
+        std::string nodes;
+        for (const auto& [host, port] : redis.cluster.nodes) {
+            nodes += fmt::format("{}{}:{}", nodes.empty() ? "" : ",", host, port);
+        }
+        return fmt::format("redis.cluster: nodes {}", nodes);
+    }
     if (redis.connection_type == "sentinel") {
         std::string sentinels;
         for (const auto& [host, port] : redis.sentinel.sentinels) {
@@ -1023,6 +1030,13 @@ void daemon::open_cluster_stores() {
                               .sentinels = cfg_.redis.sentinel.sentinels,
                               .password = cfg_.redis.sentinel.password};
     }
+    if (cfg_.redis.connection_type == "cluster") {
+        redis_cfg.cluster = {
+            .nodes = cfg_.redis.cluster.nodes,
+            .max_redirects = cfg_.redis.cluster.max_redirects,
+            .topology_refresh = std::chrono::duration_cast<std::chrono::milliseconds>(
+                cfg_.redis.cluster.topology_refresh_period)};
+    }
     const std::string redis_at = redis_description(cfg_.redis);
     wait_for_store("Redis", [&]() -> std::optional<std::string> {
         std::string detail;
@@ -1049,6 +1063,7 @@ void daemon::open_cluster_stores() {
     counters_cfg.command_timeout = redis_cfg.command_timeout;
     counters_cfg.key_prefix = redis_cfg.key_prefix;
     counters_cfg.sentinel = redis_cfg.sentinel;
+    counters_cfg.cluster = redis_cfg.cluster;
     wait_for_store("Redis", [&]() -> std::optional<std::string> {
         std::string detail;
         auto counters = adapters::redis::open_redis_shared_counters(

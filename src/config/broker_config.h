@@ -655,10 +655,20 @@ struct redis_sentinel_section {
     friend bool operator==(const redis_sentinel_section&, const redis_sentinel_section&) = default;
 };
 
+// redis.cluster.*: Redis Cluster (connection type "cluster").
+struct redis_cluster_section {
+    std::vector<std::pair<std::string, std::uint16_t>> nodes;  // seed nodes: host, port
+    std::uint32_t max_redirects{};                             // MOVED/ASK hops per command
+    std::chrono::seconds topology_refresh_period{};            // 0: only on MOVED and failures
+
+    friend bool operator==(const redis_cluster_section&, const redis_cluster_section&) = default;
+};
+
 struct redis_section {
-    std::string connection_type;  // "standalone" or "sentinel"
+    std::string connection_type;  // "standalone", "sentinel" or "cluster"
     redis_standalone_section standalone;
     redis_sentinel_section sentinel;
+    redis_cluster_section cluster;
     std::uint32_t db{};
     std::string username;
     std::string password;

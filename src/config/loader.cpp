@@ -650,16 +650,10 @@ std::optional<std::string> signing_key_text(std::string_view text) {
     }
     return std::nullopt;
 }
-// TBMQ's three connection types; only standalone is implemented so far, and a deployment
-// asking for the others must not start against a single node by mistake.
+// TBMQ's three connection types.
 std::optional<std::string> redis_connection_type(std::string_view text) {
-    if (text == "standalone" || text == "sentinel") {
+    if (text == "standalone" || text == "sentinel" || text == "cluster") {
         return std::nullopt;
-    }
-    if (text == "cluster") {
-        return std::string(
-            "is not supported yet: Starling connects to standalone Redis or through Redis "
-            "Sentinel; use standalone or sentinel");
     }
     return std::string("is not one of: standalone, sentinel, cluster");
 }
@@ -1273,6 +1267,13 @@ const std::vector<binding>& bindings() {
                        FIELD(redis.sentinel.sentinels)),
         text({"redis.sentinel.password", "REDIS_SENTINEL_PASSWORD", ""},
              FIELD(redis.sentinel.password)),
+        host_port_list({"redis.cluster.nodes", "REDIS_NODES", ""}, FIELD(redis.cluster.nodes)),
+        integer({"redis.cluster.maxRedirects", "REDIS_MAX_REDIRECTS", "12"},
+                FIELD(redis.cluster.max_redirects), {.min = 1, .max = 100}),
+        integer({"redis.cluster.topology-refresh-period",
+                 "REDIS_CLUSTER_TOPOLOGY_REFRESH_PERIOD_SEC", "60"},
+                FIELD(redis.cluster.topology_refresh_period),
+                {.min = 0, .max = 86400, .unit = "s", .note = "0 = only on MOVED and failures"}),
         integer({"redis.wait.replicas", "REDIS_WAIT_REPLICAS", "0"}, FIELD(redis.wait_replicas),
                 {.min = 0, .max = 16}),
         integer({"redis.wait.timeout", "REDIS_WAIT_TIMEOUT_MS", "1000"}, FIELD(redis.wait_timeout),
@@ -1451,6 +1452,19 @@ void cross_check(const broker_config& config) {
             throw config_error("redis.sentinel.sentinels",
                                "redis.sentinel.sentinels: required with redis.connection.type "
                                "sentinel (host:port of each sentinel, comma-separated)");
+        }
+    }
+    if (config.redis.connection_type == "cluster") {
+        if (config.redis.cluster.nodes.empty()) {
+            throw config_error("redis.cluster.nodes",
+                               "redis.cluster.nodes: required with redis.connection.type cluster "
+                               "(host:port of one or more cluster nodes, comma-separated)");
+        }
+        if (config.redis.db != 0) {
+            throw config_error("redis.db",
+                               fmt::format("redis.db: \"{}\" must be 0 with redis.connection.type "
+                                           "cluster (Redis Cluster has only database 0)",
+                                           config.redis.db));
         }
     }
     const auto& listener = config.listener;

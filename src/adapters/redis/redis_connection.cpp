@@ -31,6 +31,20 @@ redis_errc classify(const redisContext& ctx, int saved_errno) {
     return redis_errc::io_error;
 }
 
+// One command, blocking; nullptr on a transport failure (the context's errstr says why).
+redisReply* raw_command(redisContext* context, std::span<const std::string_view> args) {
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lengths;
+    argv.reserve(args.size());
+    lengths.reserve(args.size());
+    for (const auto& arg : args) {
+        argv.push_back(arg.data());
+        lengths.push_back(arg.size());
+    }
+    return static_cast<redisReply*>(
+        redisCommandArgv(context, static_cast<int>(argv.size()), argv.data(), lengths.data()));
+}
+
 }  // namespace
 
 void reply_deleter::operator()(redisReply* reply) const { freeReplyObject(reply); }
@@ -54,6 +68,13 @@ void redis_connection::close() {
         redisFree(context_);
         context_ = nullptr;
     }
+    for (auto& l : links_) {
+        if (l.context != nullptr) {
+            redisFree(l.context);
+            l.context = nullptr;
+        }
+    }
+    cluster_up_ = false;
 }
 
 std::error_code redis_connection::fail(std::error_code ec, std::string what) {
@@ -63,6 +84,12 @@ std::error_code redis_connection::fail(std::error_code ec, std::string what) {
 }
 
 std::string redis_connection::address() const {
+    if (!endpoint_.cluster.nodes.empty()) {
+        if (current_ < links_.size()) {
+            return fmt::format("cluster node {}:{}", links_[current_].host, links_[current_].port);
+        }
+        return fmt::format("cluster seeds {}", seed_list(endpoint_.cluster));
+    }
     const auto where = fmt::format("{}:{}", host_.empty() ? endpoint_.host : host_,
                                    host_.empty() ? endpoint_.port : port_);
     if (endpoint_.sentinel.master.empty()) {
@@ -71,8 +98,19 @@ std::string redis_connection::address() const {
     return fmt::format("{} at {}", endpoint_.sentinel.master, host_.empty() ? "?" : where);
 }
 
+std::vector<std::string> redis_connection::cluster_masters() const {
+    std::vector<std::string> out;
+    for (const auto& l : links_) {
+        out.push_back(fmt::format("{}:{}", l.host, l.port));
+    }
+    return out;
+}
+
 status redis_connection::connect() {
     close();
+    if (!endpoint_.cluster.nodes.empty()) {
+        return connect_cluster();
+    }
     if (endpoint_.sentinel.master.empty()) {
         return open(endpoint_.host, endpoint_.port);
     }
@@ -86,37 +124,42 @@ status redis_connection::connect() {
     return check_master();
 }
 
-status redis_connection::open(const std::string& host, std::uint16_t port) {
-    close();
-    host_ = host;
-    port_ = port;
+result<redisContext*> redis_connection::dial(const std::string& host, std::uint16_t port,
+                                             bool select_db) {
     errno = 0;
-    context_ = redisConnectWithTimeout(host.c_str(), port, to_timeval(endpoint_.connect_timeout));
+    std::unique_ptr<redisContext, void (*)(redisContext*)> context(
+        redisConnectWithTimeout(host.c_str(), port, to_timeval(endpoint_.connect_timeout)),
+        redisFree);
     const int saved_errno = errno;
-    if (context_ == nullptr) {
-        return fail(redis_errc::not_connected, "cannot allocate a hiredis context");
+    if (!context) {
+        last_error_ = "cannot allocate a hiredis context";
+        return make_error_code(redis_errc::not_connected);
     }
-    if (context_->err != 0) {
+    if (context->err != 0) {
         // Refused or unreachable: "not connected"; a connect that ran out of time: timed_out.
-        const auto ec = classify(*context_, saved_errno) == redis_errc::timed_out
-                            ? redis_errc::timed_out
-                            : redis_errc::not_connected;
-        return fail(ec, fmt::format("connect to {}:{}: {}", host, port, context_->errstr));
+        last_error_ = fmt::format("connect to {}:{}: {}", host, port, context->errstr);
+        return make_error_code(classify(*context, saved_errno) == redis_errc::timed_out
+                                   ? redis_errc::timed_out
+                                   : redis_errc::not_connected);
     }
-    if (redisSetTimeout(context_, to_timeval(endpoint_.command_timeout)) != REDIS_OK) {
-        return fail(redis_errc::io_error, "cannot set the socket timeout");
+    if (redisSetTimeout(context.get(), to_timeval(endpoint_.command_timeout)) != REDIS_OK) {
+        last_error_ = "cannot set the socket timeout";
+        return make_error_code(redis_errc::io_error);
     }
-    (void)redisEnableKeepAlive(context_);
+    (void)redisEnableKeepAlive(context.get());
 
-    auto handshake = [this, &host, port](std::span<const std::string_view> args,
-                                         std::string_view what) -> status {
-        auto reply = command(args);
+    auto handshake = [&](std::span<const std::string_view> args, std::string_view what) -> status {
+        errno = 0;
+        reply_ptr reply(raw_command(context.get(), args));
+        const int errno_after = errno;
         if (!reply) {
-            return reply.error();
+            last_error_ = fmt::format("{} on {}:{}: {}", what, host, port, context->errstr);
+            return make_error_code(classify(*context, errno_after));
         }
-        if (is_error_reply(**reply)) {
-            return fail(redis_errc::auth_failed, fmt::format("{} refused by {}:{}: {}", what, host,
-                                                             port, reply_text(**reply)));
+        if (is_error_reply(*reply)) {
+            last_error_ =
+                fmt::format("{} refused by {}:{}: {}", what, host, port, reply_text(*reply));
+            return make_error_code(redis_errc::auth_failed);
         }
         return {};
     };
@@ -127,16 +170,28 @@ status redis_connection::open(const std::string& host, std::uint16_t port) {
         }
         auth.emplace_back(endpoint_.password);
         if (auto st = handshake(auth, "AUTH"); !st) {
-            return st;
+            return st.error();
         }
     }
-    if (endpoint_.db != 0) {
+    if (select_db && endpoint_.db != 0) {
         const auto db = std::to_string(endpoint_.db);
         const std::string_view select[] = {"SELECT", db};
         if (auto st = handshake(select, "SELECT " + db); !st) {
-            return st;
+            return st.error();
         }
     }
+    return context.release();
+}
+
+status redis_connection::open(const std::string& host, std::uint16_t port) {
+    close();
+    host_ = host;
+    port_ = port;
+    auto context = dial(host, port, true);
+    if (!context) {
+        return context.error();
+    }
+    context_ = *context;
     return {};
 }
 
@@ -214,34 +269,34 @@ status redis_connection::check_master() {
                             port_, endpoint_.sentinel.master));
 }
 
+result<reply_ptr> redis_connection::exec(redisContext* context, const std::string& host,
+                                         std::uint16_t port,
+                                         std::span<const std::string_view> args) {
+    errno = 0;
+    reply_ptr reply(raw_command(context, args));
+    const int saved_errno = errno;
+    if (!reply) {
+        const auto ec = classify(*context, saved_errno);
+        return fail(ec, fmt::format("{}:{}: {}", host, port, context->errstr));
+    }
+    if (is_error_reply(*reply) && reply_text(*reply).starts_with("READONLY")) {
+        // A master demoted by a failover: the write did not run. Reconnect (through the
+        // sentinels, or the cluster's new slot map) rather than hand the caller a server error
+        // for every call.
+        return fail(redis_errc::io_error, fmt::format("{}:{} is a read-only replica now: {}", host,
+                                                      port, reply_text(*reply)));
+    }
+    return reply;
+}
+
 result<reply_ptr> redis_connection::command(std::span<const std::string_view> args) {
+    if (!endpoint_.cluster.nodes.empty()) {
+        return cluster_command(args);
+    }
     if (context_ == nullptr) {
         return make_error_code(redis_errc::not_connected);
     }
-    std::vector<const char*> argv;
-    std::vector<std::size_t> lengths;
-    argv.reserve(args.size());
-    lengths.reserve(args.size());
-    for (const auto& arg : args) {
-        argv.push_back(arg.data());
-        lengths.push_back(arg.size());
-    }
-    errno = 0;
-    auto* raw = static_cast<redisReply*>(
-        redisCommandArgv(context_, static_cast<int>(argv.size()), argv.data(), lengths.data()));
-    const int saved_errno = errno;
-    if (raw == nullptr) {
-        const auto ec = classify(*context_, saved_errno);
-        return fail(ec, fmt::format("{}:{}: {}", host_, port_, context_->errstr));
-    }
-    reply_ptr reply(raw);
-    if (is_error_reply(*reply) && reply_text(*reply).starts_with("READONLY")) {
-        // A master demoted by a failover: the write did not run. Reconnect (through the
-        // sentinels) rather than hand the caller a server error for every call.
-        return fail(redis_errc::io_error, fmt::format("{}:{} is a read-only replica now: {}", host_,
-                                                      port_, reply_text(*reply)));
-    }
-    return reply;
+    return exec(context_, host_, port_, args);
 }
 
 }  // namespace starling::adapters::redis

@@ -73,10 +73,22 @@ std::optional<std::string> validate(const redis_inbox_config& config) {
             "mqtt.persistent-session.device.persisted-messages.ttl: \"{}\" ms must be positive",
             config.default_ttl.count());
     }
-    if (config.sentinel.master.empty() && config.host.empty()) {
+    const bool standalone = config.sentinel.master.empty() && config.cluster.nodes.empty();
+    if (!config.sentinel.master.empty() && !config.cluster.nodes.empty()) {
+        return std::string(
+            "redis.connection.type: Sentinel and Cluster settings at once (redis.sentinel.master "
+            "and redis.cluster.nodes)");
+    }
+    if (!config.cluster.nodes.empty() && config.db != 0) {
+        return fmt::format("redis.db: \"{}\" must be 0 with Redis Cluster", config.db);
+    }
+    if (!config.cluster.nodes.empty() && config.cluster.max_redirects == 0) {
+        return std::string("redis.cluster.maxRedirects: must be at least 1");
+    }
+    if (standalone && config.host.empty()) {
         return std::string("redis.standalone.host: must not be empty");
     }
-    if (config.sentinel.master.empty() && config.port == 0) {
+    if (standalone && config.port == 0) {
         return std::string("redis.standalone.port: \"0\" is not a Redis port");
     }
     if (!config.sentinel.master.empty() && config.sentinel.sentinels.empty()) {
@@ -111,7 +123,7 @@ class redis_device_inbox::worker {
           index_(index),
           connection_(redis_endpoint{config.host, config.port, config.db, config.username,
                                      config.password, config.connect_timeout,
-                                     config.command_timeout, config.sentinel}),
+                                     config.command_timeout, config.sentinel, config.cluster}),
           backoff_(config.reconnect_min) {}
 
     ~worker() { stop(); }
@@ -397,20 +409,20 @@ result<std::unique_ptr<redis_device_inbox>> open_redis_device_inbox(
     std::unique_ptr<redis_device_inbox> inbox(new redis_device_inbox(config, clk));
     for (auto& w : inbox->workers_) {
         if (auto st = w->start(); !st) {
-            spdlog::error("redis inbox: cannot start ({}): {}: {}",
-                          config.sentinel.master.empty()
-                              ? fmt::format("redis.standalone {}:{}", config.host, config.port)
-                              : fmt::format("redis.sentinel master \"{}\"", config.sentinel.master),
-                          st.error().message(), w->last_error());
+            spdlog::error(
+                "redis inbox: cannot start ({}): {}: {}",
+                describe_endpoint(config.host, config.port, config.sentinel, config.cluster),
+                st.error().message(), w->last_error());
             if (failure_detail != nullptr) {
                 *failure_detail = w->last_error();
             }
             return st.error();
         }
     }
-    spdlog::info("redis inbox: {} connection(s) to {}:{} db {}, limit {}, ttl {} ms",
-                 config.connections, config.host, config.port, config.db, config.max_messages,
-                 config.default_ttl.count());
+    spdlog::info("redis inbox: {} connection(s) to {} db {}, limit {}, ttl {} ms",
+                 config.connections,
+                 describe_endpoint(config.host, config.port, config.sentinel, config.cluster),
+                 config.db, config.max_messages, config.default_ttl.count());
     return inbox;
 }
 

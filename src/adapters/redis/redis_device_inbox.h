@@ -54,6 +54,7 @@ struct redis_inbox_config {
     std::chrono::milliseconds reconnect_max{5000};     // backoff cap
     std::chrono::milliseconds ping_interval{1000};     // PING an idle connection; 0 = never
     redis_sentinel sentinel;                           // master set: through Sentinel
+    redis_cluster cluster;                             // nodes set: Redis Cluster
     // append() waits (WAIT) until this many replicas have the write, at most wait_timeout;
     // fewer is a failure (redis_errc::not_replicated). 0 = no wait.
     std::uint32_t wait_replicas = 0;

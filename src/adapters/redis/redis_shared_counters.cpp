@@ -64,7 +64,7 @@ class redis_shared_counters::worker {
         : config_(config),
           connection_(redis_endpoint{config.host, config.port, config.db, config.username,
                                      config.password, config.connect_timeout,
-                                     config.command_timeout, config.sentinel}) {}
+                                     config.command_timeout, config.sentinel, config.cluster}) {}
     ~worker() { stop(); }
     worker(const worker&) = delete;
     worker& operator=(const worker&) = delete;
@@ -260,9 +260,7 @@ result<std::unique_ptr<redis_shared_counters>> open_redis_shared_counters(
     std::unique_ptr<redis_shared_counters> counters(new redis_shared_counters(config, clk));
     if (auto st = counters->worker_->start(); !st) {
         spdlog::error("redis counters: cannot start ({}): {}: {}",
-                      config.sentinel.master.empty()
-                          ? fmt::format("redis.standalone {}:{}", config.host, config.port)
-                          : fmt::format("redis.sentinel master \"{}\"", config.sentinel.master),
+                      describe_endpoint(config.host, config.port, config.sentinel, config.cluster),
                       st.error().message(), counters->worker_->last_error());
         if (failure_detail != nullptr) {
             *failure_detail = counters->worker_->last_error();

@@ -44,6 +44,7 @@ struct redis_counters_config {
     std::size_t queue_capacity = 8192;                  // waiting calls
     std::chrono::milliseconds reconnect_interval{500};  // at most one connect attempt per this
     redis_sentinel sentinel;                            // master set: through Sentinel
+    redis_cluster cluster;                              // nodes set: Redis Cluster
 };
 
 class redis_shared_counters;

@@ -109,3 +109,72 @@ class PrivateSentinelGroup:
     def close(self) -> None:
         for r in (self.sentinel, self.replica, self.master):
             r.close()
+
+
+class PrivateRedisCluster:
+    """A Redis Cluster of the test's own: `masters` masters with `replicas` replicas each, on
+    free loopback ports (cluster bus on port + 10000), a node judged failed after 1 s so a
+    replica takes over in seconds. A killed node can be started again on its port and data
+    directory: it rejoins (a former master as a replica of its successor)."""
+
+    def __init__(self, data: Path, masters: int = 3, replicas: int = 1):
+        if shutil.which("redis-cli") is None:
+            pytest.skip("redis-cli is not installed (scripts/install-deps.sh)")
+        self.replicas = replicas
+        self.nodes: list[PrivateRedis] = []
+        for i in range(masters * (1 + replicas)):
+            node_dir = data / f"node-{i}"
+            node = PrivateRedis(node_dir, [])
+            while node.port + 10000 > 65535:  # the bus port must exist too
+                node.port = free_port()
+            node._command = [shutil.which("redis-server"), "--bind", "127.0.0.1",
+                             "--port", str(node.port), "--dir", str(node_dir),
+                             "--save", "", "--appendonly", "no",
+                             "--cluster-enabled", "yes", "--cluster-node-timeout", "1000",
+                             "--cluster-config-file", "nodes.conf"]
+            self.nodes.append(node)
+
+    def start(self) -> None:
+        for node in self.nodes:
+            node.start()
+        create = subprocess.run(
+            ["redis-cli", "--cluster", "create",
+             *[f"127.0.0.1:{n.port}" for n in self.nodes],
+             "--cluster-replicas", str(self.replicas), "--cluster-yes"],
+            capture_output=True, text=True, timeout=60)
+        assert create.returncode == 0, create.stdout + create.stderr
+        self.wait_healthy()
+
+    def wait_healthy(self, timeout: float = 60) -> None:
+        """Until every running node says cluster_state:ok and every master has its replicas."""
+        def healthy() -> bool:
+            running = [n for n in self.nodes if n.proc is not None and n.proc.poll() is None]
+            if not all("cluster_state:ok" in redis_cli(n.port, "CLUSTER", "INFO")
+                       for n in running):
+                return False
+            return len(self.masters()) * (1 + self.replicas) == len(running)
+        PrivateSentinelGroup.wait_until(healthy, "the Redis Cluster never became healthy",
+                                        timeout=timeout)
+
+    def masters(self) -> list[int]:
+        """Ports of the masters serving slots, from the first node that answers."""
+        for node in self.nodes:
+            if node.proc is None or node.proc.poll() is not None:
+                continue
+            lines = redis_cli(node.port, "CLUSTER", "NODES").splitlines()
+            if lines:
+                return sorted(int(line.split()[1].split("@")[0].rsplit(":", 1)[1])
+                              for line in lines
+                              if "master" in line.split()[2] and "fail" not in line.split()[2]
+                              and len(line.split()) > 8)
+        return []
+
+    def node(self, port: int) -> PrivateRedis:
+        return next(n for n in self.nodes if n.port == port)
+
+    def seeds(self) -> str:
+        return ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+
+    def close(self) -> None:
+        for node in self.nodes:
+            node.close()

@@ -10,6 +10,7 @@
 #include <map>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 namespace starling::config {
 namespace {
@@ -723,9 +724,9 @@ INSTANTIATE_TEST_SUITE_P(
         bad_value{"MQTT_RETAIN_AVAILABLE", "", "mqtt.retain-available", "is not a boolean"},
         bad_value{"SECURITY_MQTT_ALLOW_ANONYMOUS", "nope", "security.mqtt.allow-anonymous",
                   "is not a boolean"},
-        bad_value{"REDIS_CONNECTION_TYPE", "cluster", "redis.connection.type",
-                  "is not supported yet: Starling connects to standalone Redis or through "
-                  "Redis Sentinel"},
+        bad_value{"REDIS_NODES", "r1:7000,r2", "redis.cluster.nodes", "'r2' is not host:port"},
+        bad_value{"REDIS_MAX_REDIRECTS", "0", "redis.cluster.maxRedirects",
+                  "is out of range (1..100)"},
         bad_value{"REDIS_CONNECTION_TYPE", "replicated", "redis.connection.type",
                   "is not one of: standalone, sentinel, cluster"},
         bad_value{"REDIS_SENTINELS", "s1:26379,s2", "redis.sentinel.sentinels",
@@ -736,6 +737,39 @@ INSTANTIATE_TEST_SUITE_P(
         bad_value{"REDIS_HOST", "", "redis.standalone.host", "must not be empty"},
         bad_value{"REDIS_CLIENT_READ_TIMEOUT", "0", "redis.standalone.readTimeout",
                   "is out of range (1..3600000 ms)"}));
+
+TEST(config_loader, redis_cluster_settings) {
+    const auto c = load_shipped({{"REDIS_CONNECTION_TYPE", "cluster"},
+                                 {"REDIS_NODES", "r1:7000, r2:7001,[::1]:7002"},
+                                 {"REDIS_MAX_REDIRECTS", "5"},
+                                 {"REDIS_CLUSTER_TOPOLOGY_REFRESH_PERIOD_SEC", "0"}});
+    EXPECT_EQ(c.redis.connection_type, "cluster");
+    using hp = std::pair<std::string, std::uint16_t>;
+    EXPECT_EQ(c.redis.cluster.nodes, (std::vector<hp>{{"r1", 7000}, {"r2", 7001}, {"::1", 7002}}));
+    EXPECT_EQ(c.redis.cluster.max_redirects, 5u);
+    EXPECT_EQ(c.redis.cluster.topology_refresh_period, std::chrono::seconds(0));
+    const auto defaults = load_shipped({});
+    EXPECT_EQ(defaults.redis.cluster.max_redirects, 12u);  // TBMQ's default
+    EXPECT_EQ(defaults.redis.cluster.topology_refresh_period, std::chrono::seconds(60));
+
+    // Cluster needs its nodes, and Redis Cluster has only database 0; the error names the key.
+    for (const auto& [key, env, text] :
+         std::vector<std::tuple<std::string, std::map<std::string, std::string>, std::string>>{
+             {"redis.cluster.nodes",
+              {{"REDIS_CONNECTION_TYPE", "cluster"}},
+              "required with redis.connection.type cluster"},
+             {"redis.db",
+              {{"REDIS_CONNECTION_TYPE", "cluster"}, {"REDIS_NODES", "r1:7000"}, {"REDIS_DB", "2"}},
+              "must be 0 with redis.connection.type cluster"}}) {
+        try {
+            load_shipped(env);
+            ADD_FAILURE() << "expected config_error for " << key;
+        } catch (const config_error& e) {
+            EXPECT_EQ(e.key(), key);
+            EXPECT_THAT(e.what(), HasSubstr(text));
+        }
+    }
+}
 
 TEST(config_loader, redis_sentinel_settings) {
     const auto c = load_shipped({{"REDIS_CONNECTION_TYPE", "sentinel"},

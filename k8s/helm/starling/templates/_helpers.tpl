@@ -85,7 +85,17 @@ loader accepts, and the variables the chart derives from `cluster.*` must not al
 {{- if not $c.kafka.prefix -}}
 {{- fail "cluster.kafka.prefix: cluster mode needs a topic prefix (TB_KAFKA_PREFIX)" -}}
 {{- end -}}
-{{- if $c.redis.sentinel.master -}}
+{{- if and $c.redis.sentinel.master $c.redis.cluster.nodes -}}
+{{- fail "cluster.redis.sentinel.master and cluster.redis.cluster.nodes: choose Redis Sentinel or Redis Cluster, not both" -}}
+{{- end -}}
+{{- if $c.redis.cluster.nodes -}}
+{{- if not (regexMatch "^\\s*[^,:\\s]+:[0-9]+\\s*(,\\s*[^,:\\s]+:[0-9]+\\s*)*$" (toString $c.redis.cluster.nodes)) -}}
+{{- fail (printf "cluster.redis.cluster.nodes: %q is not host:port[,host:port...] (REDIS_NODES)" (toString $c.redis.cluster.nodes)) -}}
+{{- end -}}
+{{- if (ne (toString (default 0 $c.redis.db)) "0") -}}
+{{- fail "cluster.redis.db: must be 0 with Redis Cluster (it has only database 0)" -}}
+{{- end -}}
+{{- else if $c.redis.sentinel.master -}}
 {{- if not (regexMatch "^\\s*[^,:\\s]+:[0-9]+\\s*(,\\s*[^,:\\s]+:[0-9]+\\s*)*$" (toString $c.redis.sentinel.sentinels)) -}}
 {{- fail (printf "cluster.redis.sentinel.sentinels: %q is not host:port[,host:port...] (REDIS_SENTINELS); Sentinel needs at least one" (toString $c.redis.sentinel.sentinels)) -}}
 {{- end -}}
@@ -98,7 +108,7 @@ loader accepts, and the variables the chart derives from `cluster.*` must not al
 {{- if not $c.postgres.existingSecret -}}
 {{- fail "cluster.postgres.existingSecret: cluster mode needs a Secret with the PostgreSQL password (SPRING_DATASOURCE_PASSWORD), e.g. kubectl create secret generic starling-postgres --from-literal=password=..." -}}
 {{- end -}}
-{{- range $var, $key := dict "TB_KAFKA_SERVERS" "kafka.servers" "TB_KAFKA_PREFIX" "kafka.prefix" "TB_KAFKA_REPLICATION_FACTOR" "kafka.replicationFactor" "REDIS_HOST" "redis.host" "REDIS_PORT" "redis.port" "REDIS_CONNECTION_TYPE" "redis.sentinel.master" "REDIS_MASTER" "redis.sentinel.master" "REDIS_SENTINELS" "redis.sentinel.sentinels" "REDIS_WAIT_REPLICAS" "redis.sentinel.waitReplicas" "REDIS_DB" "redis.db" "REDIS_USERNAME" "redis.username" "REDIS_PASSWORD" "redis.existingSecret" "SPRING_DATASOURCE_URL" "postgres.url" "SPRING_DATASOURCE_USERNAME" "postgres.username" "SPRING_DATASOURCE_PASSWORD" "postgres.existingSecret" -}}
+{{- range $var, $key := dict "TB_KAFKA_SERVERS" "kafka.servers" "TB_KAFKA_PREFIX" "kafka.prefix" "TB_KAFKA_REPLICATION_FACTOR" "kafka.replicationFactor" "REDIS_HOST" "redis.host" "REDIS_PORT" "redis.port" "REDIS_CONNECTION_TYPE" "redis.sentinel.master" "REDIS_MASTER" "redis.sentinel.master" "REDIS_SENTINELS" "redis.sentinel.sentinels" "REDIS_WAIT_REPLICAS" "redis.sentinel.waitReplicas" "REDIS_NODES" "redis.cluster.nodes" "REDIS_MAX_REDIRECTS" "redis.cluster.maxRedirects" "REDIS_DB" "redis.db" "REDIS_USERNAME" "redis.username" "REDIS_PASSWORD" "redis.existingSecret" "SPRING_DATASOURCE_URL" "postgres.url" "SPRING_DATASOURCE_USERNAME" "postgres.username" "SPRING_DATASOURCE_PASSWORD" "postgres.existingSecret" -}}
 {{- if hasKey $.Values.config $var -}}
 {{- fail (printf "config.%s: in cluster mode the chart sets %s from cluster.%s; set it there" $var $var $key) -}}
 {{- end -}}
