@@ -1030,6 +1030,12 @@ void daemon::open_cluster_stores() {
                               .sentinels = cfg_.redis.sentinel.sentinels,
                               .password = cfg_.redis.sentinel.password};
     }
+    if (cfg_.redis.ssl.enabled) {
+        redis_cfg.tls = {.enabled = true,
+                         .ca_file = cfg_.redis.ssl.cert_file,
+                         .cert_file = cfg_.redis.ssl.user_cert_file,
+                         .key_file = cfg_.redis.ssl.user_key_file};
+    }
     if (cfg_.redis.connection_type == "cluster") {
         redis_cfg.cluster = {
             .nodes = cfg_.redis.cluster.nodes,
@@ -1064,6 +1070,7 @@ void daemon::open_cluster_stores() {
     counters_cfg.key_prefix = redis_cfg.key_prefix;
     counters_cfg.sentinel = redis_cfg.sentinel;
     counters_cfg.cluster = redis_cfg.cluster;
+    counters_cfg.tls = redis_cfg.tls;
     wait_for_store("Redis", [&]() -> std::optional<std::string> {
         std::string detail;
         auto counters = adapters::redis::open_redis_shared_counters(

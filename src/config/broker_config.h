@@ -664,11 +664,22 @@ struct redis_cluster_section {
     friend bool operator==(const redis_cluster_section&, const redis_cluster_section&) = default;
 };
 
+// redis.ssl.*: TLS to Redis (TBMQ's keys).
+struct redis_ssl_section {
+    bool enabled{};
+    std::string cert_file;       // CA certificate(s) the server's chain must lead to
+    std::string user_cert_file;  // client certificate (mutual TLS)
+    std::string user_key_file;   // its key
+
+    friend bool operator==(const redis_ssl_section&, const redis_ssl_section&) = default;
+};
+
 struct redis_section {
     std::string connection_type;  // "standalone", "sentinel" or "cluster"
     redis_standalone_section standalone;
     redis_sentinel_section sentinel;
     redis_cluster_section cluster;
+    redis_ssl_section ssl;
     std::uint32_t db{};
     std::string username;
     std::string password;

@@ -1278,6 +1278,13 @@ const std::vector<binding>& bindings() {
                 {.min = 0, .max = 16}),
         integer({"redis.wait.timeout", "REDIS_WAIT_TIMEOUT_MS", "1000"}, FIELD(redis.wait_timeout),
                 {.min = 1, .max = 60000, .unit = "ms"}),
+        boolean({"redis.ssl.enabled", "REDIS_SSL_ENABLED", "false"}, FIELD(redis.ssl.enabled)),
+        text({"redis.ssl.credentials.cert_file", "REDIS_SSL_CERT_FILE", ""},
+             FIELD(redis.ssl.cert_file)),
+        text({"redis.ssl.credentials.user_cert_file", "REDIS_SSL_USER_CERT_FILE", ""},
+             FIELD(redis.ssl.user_cert_file)),
+        text({"redis.ssl.credentials.user_key_file", "REDIS_SSL_USER_KEY_FILE", ""},
+             FIELD(redis.ssl.user_key_file)),
         integer({"redis.db", "REDIS_DB", "0"}, FIELD(redis.db), {.min = 0, .max = 65535}),
         text({"redis.username", "REDIS_USERNAME", ""}, FIELD(redis.username)),
         text({"redis.password", "REDIS_PASSWORD", ""}, FIELD(redis.password)),
@@ -1452,6 +1459,34 @@ void cross_check(const broker_config& config) {
             throw config_error("redis.sentinel.sentinels",
                                "redis.sentinel.sentinels: required with redis.connection.type "
                                "sentinel (host:port of each sentinel, comma-separated)");
+        }
+    }
+    if (config.redis.ssl.enabled) {
+        // Files that are named must be readable now, not at the first connect. An empty CA
+        // file means the system's trust store; a client key needs its certificate and back.
+        const auto& ssl = config.redis.ssl;
+        for (const auto& [key, path] :
+             {std::pair<std::string, std::string>{"redis.ssl.credentials.cert_file", ssl.cert_file},
+              {"redis.ssl.credentials.user_cert_file", ssl.user_cert_file},
+              {"redis.ssl.credentials.user_key_file", ssl.user_key_file}}) {
+            if (path.empty()) {
+                continue;
+            }
+            std::ifstream in(path, std::ios::binary);
+            if (!in) {
+                throw config_error(key, fmt::format("{}: \"{}\" cannot be read ({}); "
+                                                    "redis.ssl.enabled is true",
+                                                    key, path, std::strerror(errno)));
+            }
+        }
+        if (ssl.user_cert_file.empty() != ssl.user_key_file.empty()) {
+            const std::string missing = ssl.user_cert_file.empty()
+                                            ? "redis.ssl.credentials.user_cert_file"
+                                            : "redis.ssl.credentials.user_key_file";
+            throw config_error(missing, missing +
+                                            ": needed with the other half of the client "
+                                            "certificate (user_cert_file and user_key_file "
+                                            "go together)");
         }
     }
     if (config.redis.connection_type == "cluster") {

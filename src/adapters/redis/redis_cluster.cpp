@@ -160,7 +160,8 @@ status redis_connection::connect_cluster() {
             errors += fmt::format("{}{}", errors.empty() ? "" : "; ", last_error_);
             continue;
         }
-        std::unique_ptr<redisContext, void (*)(redisContext*)> owned(*seed, redisFree);
+        auto free_seed = [this](redisContext* c) { free_context(c); };
+        std::unique_ptr<redisContext, decltype(free_seed)> owned(*seed, free_seed);
         reply_ptr reply(static_cast<redisReply*>(redisCommand(owned.get(), "CLUSTER SLOTS")));
         if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements == 0) {
             errors +=
@@ -228,7 +229,7 @@ status redis_connection::apply_slots(const redisReply& reply, const std::string&
     }
     for (auto& o : old) {
         if (o.context != nullptr) {
-            redisFree(o.context);
+            free_context(o.context);
         }
     }
     if (links_.empty()) {

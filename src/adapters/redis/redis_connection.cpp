@@ -65,12 +65,12 @@ redis_connection::~redis_connection() { close(); }
 
 void redis_connection::close() {
     if (context_ != nullptr) {
-        redisFree(context_);
+        free_context(context_);
         context_ = nullptr;
     }
     for (auto& l : links_) {
         if (l.context != nullptr) {
-            redisFree(l.context);
+            free_context(l.context);
             l.context = nullptr;
         }
     }
@@ -126,9 +126,28 @@ status redis_connection::connect() {
 
 result<redisContext*> redis_connection::dial(const std::string& host, std::uint16_t port,
                                              bool select_db) {
+    // With TLS the bridge makes the connection and hiredis gets its plain end. Declared before
+    // the context so that it is destroyed after it (the bridge outlives its hiredis end).
+    std::unique_ptr<tls_bridge> bridge;
+    if (endpoint_.tls.enabled) {
+        if (!tls_context_) {
+            auto made = make_tls_context(endpoint_.tls, last_error_);
+            if (!made) {
+                return made.error();
+            }
+            tls_context_ = std::move(made.value());
+        }
+        auto opened =
+            tls_bridge::open(tls_context_, host, port, endpoint_.connect_timeout, last_error_);
+        if (!opened) {
+            return opened.error();
+        }
+        bridge = std::move(opened.value());
+    }
     errno = 0;
     std::unique_ptr<redisContext, void (*)(redisContext*)> context(
-        redisConnectWithTimeout(host.c_str(), port, to_timeval(endpoint_.connect_timeout)),
+        bridge ? redisConnectFd(bridge->take_plain_fd())
+               : redisConnectWithTimeout(host.c_str(), port, to_timeval(endpoint_.connect_timeout)),
         redisFree);
     const int saved_errno = errno;
     if (!context) {
@@ -146,7 +165,11 @@ result<redisContext*> redis_connection::dial(const std::string& host, std::uint1
         last_error_ = "cannot set the socket timeout";
         return make_error_code(redis_errc::io_error);
     }
-    (void)redisEnableKeepAlive(context.get());
+    if (!bridge) {
+        // (On the bridge's socketpair keep-alive does not apply, and hiredis would mark the
+        // context failed; the bridge sets it on its TCP connection.)
+        (void)redisEnableKeepAlive(context.get());
+    }
 
     auto handshake = [&](std::span<const std::string_view> args, std::string_view what) -> status {
         errno = 0;
@@ -180,7 +203,15 @@ result<redisContext*> redis_connection::dial(const std::string& host, std::uint1
             return st.error();
         }
     }
+    if (bridge) {
+        bridges_[context.get()] = std::move(bridge);
+    }
     return context.release();
+}
+
+void redis_connection::free_context(redisContext* context) {
+    redisFree(context);  // first: the bridge's pump then sees its end closed
+    bridges_.erase(context);
 }
 
 status redis_connection::open(const std::string& host, std::uint16_t port) {

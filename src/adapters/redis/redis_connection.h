@@ -28,6 +28,7 @@
 // (redis_device_inbox gives each worker its own). Blocking calls are the point: the worker
 // thread exists so that no I/O or actor thread ever waits on Redis.
 
+#include "adapters/redis/tls_bridge.h"
 #include "base/result.h"
 
 #include <chrono>
@@ -36,6 +37,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -79,6 +81,7 @@ struct redis_endpoint {
     std::chrono::milliseconds command_timeout{60000};
     redis_sentinel sentinel;  // master set: host and port are unused
     redis_cluster cluster;    // nodes set: host and port are unused
+    redis_tls tls;            // enabled: TLS to every server (not to the sentinels)
 };
 
 struct reply_deleter {
@@ -135,6 +138,8 @@ class redis_connection {
                            std::span<const std::string_view> args);
     status open(const std::string& host, std::uint16_t port);
     status check_master();
+    // redisFree, and the TLS bridge behind the context if there is one.
+    void free_context(redisContext* context);
 
     // Cluster mode.
     status connect_cluster();
@@ -151,7 +156,9 @@ class redis_connection {
     std::string last_error_;
     std::string host_;  // where connect() went last
     std::uint16_t port_ = 0;
-    std::size_t next_sentinel_ = 0;  // the one that answered last is asked first
+    std::size_t next_sentinel_ = 0;             // the one that answered last is asked first
+    std::shared_ptr<tls_context> tls_context_;  // made on the first TLS connect
+    std::unordered_map<redisContext*, std::unique_ptr<tls_bridge>> bridges_;
 
     bool cluster_up_ = false;
     std::vector<link> links_;           // the masters, in CLUSTER SLOTS order

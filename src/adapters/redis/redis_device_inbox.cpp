@@ -123,7 +123,8 @@ class redis_device_inbox::worker {
           index_(index),
           connection_(redis_endpoint{config.host, config.port, config.db, config.username,
                                      config.password, config.connect_timeout,
-                                     config.command_timeout, config.sentinel, config.cluster}),
+                                     config.command_timeout, config.sentinel, config.cluster,
+                                     config.tls}),
           backoff_(config.reconnect_min) {}
 
     ~worker() { stop(); }

@@ -55,6 +55,7 @@ struct redis_inbox_config {
     std::chrono::milliseconds ping_interval{1000};     // PING an idle connection; 0 = never
     redis_sentinel sentinel;                           // master set: through Sentinel
     redis_cluster cluster;                             // nodes set: Redis Cluster
+    redis_tls tls;                                     // enabled: TLS to the servers
     // append() waits (WAIT) until this many replicas have the write, at most wait_timeout;
     // fewer is a failure (redis_errc::not_replicated). 0 = no wait.
     std::uint32_t wait_replicas = 0;

@@ -64,7 +64,8 @@ class redis_shared_counters::worker {
         : config_(config),
           connection_(redis_endpoint{config.host, config.port, config.db, config.username,
                                      config.password, config.connect_timeout,
-                                     config.command_timeout, config.sentinel, config.cluster}) {}
+                                     config.command_timeout, config.sentinel, config.cluster,
+                                     config.tls}) {}
     ~worker() { stop(); }
     worker(const worker&) = delete;
     worker& operator=(const worker&) = delete;

@@ -45,6 +45,7 @@ struct redis_counters_config {
     std::chrono::milliseconds reconnect_interval{500};  // at most one connect attempt per this
     redis_sentinel sentinel;                            // master set: through Sentinel
     redis_cluster cluster;                              // nodes set: Redis Cluster
+    redis_tls tls;                                      // enabled: TLS to the servers
 };
 
 class redis_shared_counters;

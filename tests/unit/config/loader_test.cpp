@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -769,6 +770,35 @@ TEST(config_loader, redis_cluster_settings) {
             EXPECT_THAT(e.what(), HasSubstr(text));
         }
     }
+}
+
+TEST(config_loader, redis_ssl_settings) {
+    const auto dir = std::filesystem::temp_directory_path() /
+                     ("starling-redis-ssl-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const auto ca = (dir / "ca.pem").string();
+    std::ofstream(ca) << "not checked here: OpenSSL reads it at the first connect\n";
+    const auto c = load_shipped({{"REDIS_SSL_ENABLED", "true"}, {"REDIS_SSL_CERT_FILE", ca}});
+    EXPECT_TRUE(c.redis.ssl.enabled);
+    EXPECT_EQ(c.redis.ssl.cert_file, ca);
+    EXPECT_FALSE(load_shipped({}).redis.ssl.enabled);
+
+    // An unreadable file, or half a client certificate, fails start-up naming the key.
+    for (const auto& [key, env] :
+         std::vector<std::pair<std::string, std::map<std::string, std::string>>>{
+             {"redis.ssl.credentials.cert_file",
+              {{"REDIS_SSL_ENABLED", "true"},
+               {"REDIS_SSL_CERT_FILE", (dir / "none.pem").string()}}},
+             {"redis.ssl.credentials.user_key_file",
+              {{"REDIS_SSL_ENABLED", "true"}, {"REDIS_SSL_USER_CERT_FILE", ca}}}}) {
+        try {
+            load_shipped(env);
+            ADD_FAILURE() << "expected config_error for " << key;
+        } catch (const config_error& e) {
+            EXPECT_EQ(e.key(), key);
+        }
+    }
+    std::filesystem::remove_all(dir);
 }
 
 TEST(config_loader, redis_sentinel_settings) {
