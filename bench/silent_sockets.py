@@ -37,17 +37,9 @@ import time
 import urllib.request
 from pathlib import Path
 
+from rawmqtt import varint
+
 REPO = Path(__file__).resolve().parent.parent
-
-
-def varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = n % 128
-        n //= 128
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
 
 
 def connect_packet(client_id: str) -> bytes:

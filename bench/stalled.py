@@ -27,26 +27,9 @@ import time
 import urllib.request
 from pathlib import Path
 
+from rawmqtt import free_port, packet, read_exactly, utf8
+
 REPO = Path(__file__).resolve().parent.parent
-
-
-def varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = n % 128
-        n //= 128
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def utf8(s: str) -> bytes:
-    b = s.encode()
-    return len(b).to_bytes(2, "big") + b
-
-
-def packet(first: int, body: bytes) -> bytes:
-    return bytes([first]) + varint(len(body)) + body
 
 
 def connect_packet(client_id: str) -> bytes:
@@ -62,16 +45,6 @@ def publish_packet(topic: str, payload: bytes) -> bytes:
     return packet(0x30, utf8(topic) + payload)
 
 
-def read_exactly(sock: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise ConnectionError("broker closed the connection")
-        data += chunk
-    return data
-
-
 def open_client(port: int, client_id: str, topic_filter: str | None) -> socket.socket:
     sock = socket.create_connection(("127.0.0.1", port), timeout=10)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -85,12 +58,6 @@ def open_client(port: int, client_id: str, topic_filter: str | None) -> socket.s
         if suback[0] != 0x90 or suback[4] != 0:
             raise ConnectionError(f"{client_id}: SUBACK {suback.hex()}")
     return sock
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def rss(pid: int) -> tuple[int, int]:

@@ -155,6 +155,21 @@ struct stats_query {
     std::size_t limit = 100000;     // points at most; the earliest are returned
 };
 
+// A row of `integration`: one Integration Executor target (HTTP, MQTT, KAFKA). The store keeps
+// the configuration as the JSON document the API received; integration/definition.h parses and
+// validates it. Rows are few (an operator's handful), so they are listed whole.
+struct integration_row {
+    std::string id;  // uuid text
+    std::int64_t created_time_ms = 0;
+    std::string name;
+    std::string type;  // HTTP, MQTT or KAFKA
+    bool enabled = true;
+    std::string configuration;    // JSON document
+    std::string additional_info;  // JSON document, may be empty
+
+    friend bool operator==(const integration_row&, const integration_row&) = default;
+};
+
 class metadata_store {
   public:
     template <class T>
@@ -196,6 +211,14 @@ class metadata_store {
         callback<std::vector<application_shared_subscription>> done) = 0;
     // Deletes the entity with this id; false when there was none.
     virtual void delete_application_shared_subscription(std::string id, callback<bool> done) = 0;
+
+    // Integrations, by id. save_integration inserts a new id or replaces every column of an
+    // existing one except created_time_ms, which keeps its first value. list_integrations
+    // answers every row ordered by created_time_ms, then id. delete_integration: false when
+    // there was none.
+    virtual void save_integration(integration_row row, done_callback done) = 0;
+    virtual void list_integrations(callback<std::vector<integration_row>> done) = 0;
+    virtual void delete_integration(std::string id, callback<bool> done) = 0;
 
     // Failed authentications (kept for operators; expired by TTL; bounded as described at
     // unauthorized_client). A row dropped by the rate limits still completes with success.

@@ -49,6 +49,8 @@
 #include "net/tls_transport.h"
 #include "net/ws_transport.h"
 
+#include "integration/integration_api.h"
+#include "integration/integration_service.h"
 #include <fmt/format.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -344,6 +346,9 @@ struct daemon::parts {
     // after the node (its follower applies records to it) and before the list it fills.
     std::unique_ptr<broker::blocked_clients_log> blocked_log;
     std::unique_ptr<broker::node> node;
+    // Integrations (/api/integration): definitions, the router's matcher in the node's core,
+    // and their executors. Started after the node, stopped before it (destroyed first).
+    std::unique_ptr<integration::integration_service> integrations;
     // Liveness of the node's timer thread and client dispatcher (/actuator/health/liveness);
     // stopped before the node (and destroyed before it: declared after it).
     std::unique_ptr<broker::loop_watch> loops;
@@ -534,6 +539,10 @@ void daemon::start() {
     if (p.quota) {
         p.quota->start();
     }
+    p.integrations = std::make_unique<integration::integration_service>(
+        *p.metadata_port, *p.log_port, p.node->core().topics(), p.node->core().integrations(),
+        p.metrics.integration(), integration::integration_service::options{});
+    p.integrations->start();
     auto& node_core = p.node->core();
     p.loops = std::make_unique<broker::loop_watch>(node_core.timers(), node_core.dispatcher(),
                                                    system_clock::instance());
@@ -633,6 +642,7 @@ void daemon::start() {
     http::add_log_level_routes(api, access);
     http::add_unauthorized_client_routes(api, *p.metadata_port, access);
     http::add_app_shared_subs_routes(api, *p.metadata_port, access);
+    integration::add_integration_routes(api, *p.metadata_port, *p.integrations, access);
     http::add_timeseries_routes(api, *p.metadata_port, access);
     http::add_openapi_routes(api, access);
     http::add_retained_msg_routes(api, retained_admin(p.node->core(), access));
@@ -927,6 +937,9 @@ void daemon::stop() {
     }
     if (p.nodes) {
         p.nodes->stop();  // this node leaves /api/app/cluster-info
+    }
+    if (p.integrations) {
+        p.integrations->stop();  // executors leave their groups; the router matches nothing
     }
     if (p.node) {
         p.node->stop(cfg_.starling.shutdown_timeout);

@@ -36,6 +36,8 @@
 #include "starling/metadata_store.h"
 #include "starling/shared_counters.h"
 
+#include "integration/matcher.h"
+
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -84,6 +86,8 @@ class broker_core {
     std::int64_t now_ms() const { return clock_.epoch_ms(); }
     // Shared groups whose waiting copies a local member is moving (group_inbox.h).
     group_inbox_moves& group_moves() { return group_moves_; }
+    // The enabled integrations' topic filters, kept by integration::integration_service.
+    integration::integration_matcher& integrations() { return integrations_; }
 
     // Before the first write to a topic this node did not create (another node's response,
     // disconnect or downlink topic): learn its metadata now, once per topic. Kafka's client
@@ -215,6 +219,7 @@ class broker_core {
     void write_retained(message_ptr msg, std::function<void(status)> done);
 
     group_inbox_moves group_moves_;
+    integration::integration_matcher integrations_;
     settings cfg_;
     message_log& log_;
     device_inbox& inbox_;

@@ -158,6 +158,7 @@ void publish_router::route(const message_ptr& msg, batch& b) {
     thread_local std::vector<target> targets;
     thread_local std::size_t used = 0;
     used = 0;
+    produce_integration_copies(msg, b);
     const auto started = std::chrono::steady_clock::now();
     core_.trie().match(msg->topic, [&](std::string_view filter, const routing::subscription& s) {
         if (s.options.no_local && s.client_id == msg->publisher_id) {
@@ -364,6 +365,35 @@ void publish_router::produce_app_shared(const message_ptr& msg, std::string_view
     // Key = the publish topic: each topic's messages stay in order on one partition.
     core_.log().produce(topic.value(), msg->topic, pm.SerializeAsString(), {},
                         [&b](result<produce_ack> r) { b.complete(static_cast<bool>(r)); });
+}
+
+void publish_router::produce_integration_copies(const message_ptr& msg, batch& b) {
+    if (core_.integrations().empty()) {
+        return;
+    }
+    thread_local std::vector<std::string> topics;
+    topics.clear();
+    core_.integrations().match(msg->topic, topics);
+    if (topics.empty()) {
+        return;
+    }
+    // The msg.all record's own format: the executor reads it back with parse_message. Key = the
+    // publish topic (the integration's topic has one partition: order is the router's).
+    const std::string value = serialize(*msg);
+    for (const auto& topic : topics) {
+        b.add();
+        core_.log().produce(topic, msg->topic, value, {}, [this, &b, topic](result<produce_ack> r) {
+            // A refused copy re-reads the batch, as a persistent session's does: an
+            // integration gets every message at least once — unless the integration was
+            // deleted meanwhile (its topic may be gone), when the copy has nowhere to go.
+            const bool gone = !r && !core_.integrations().routes_to(topic);
+            if (gone) {
+                spdlog::debug("integration copy to {} dropped: the integration is gone ({})", topic,
+                              r.error().message());
+            }
+            b.complete(static_cast<bool>(r) || gone);
+        });
+    }
 }
 
 std::size_t publish_router::pick_shared_member(const std::string& group_key, std::size_t members) {

@@ -74,6 +74,9 @@ class publish_router {
                           batch& b);
     // Cluster mode: the mirrored session of the client is connected on another node.
     bool connected_elsewhere(const std::string& client_id) const;
+    // One copy of the message to msg.ie.<id> of every enabled integration whose topic filters
+    // match it (integration/matcher.h).
+    void produce_integration_copies(const message_ptr& msg, batch& b);
     std::size_t pick_shared_member(const std::string& group_key, std::size_t members);
     // Round-robin among `members` of one group: the first usable one (connected here with a
     // writable channel, or connected on another node) from the group's turn, else null;

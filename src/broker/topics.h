@@ -61,6 +61,15 @@ class topic_names {
     // Heartbeats of the cluster's nodes (node_directory.h).
     std::string sys_nodes() const { return name("sys.nodes"); }
 
+    // Integrations (integration/README.md): one single-partition topic per integration, read by
+    // the integration's executor group. Integration ids are UUIDs, valid in topic names.
+    std::string msg_ie(std::string_view integration_id) const {
+        return name("msg.ie.") + std::string(integration_id);
+    }
+    std::string ie_group(std::string_view integration_id) const {
+        return group("ie." + std::string(integration_id));
+    }
+
     // Shared APPLICATION subscriptions (docs/architecture.md §5): one topic per topic filter, read
     // by one consumer group per (share name, filter). Groups with the same filter and different
     // share names read the same topic, each in full.

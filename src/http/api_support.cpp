@@ -236,6 +236,23 @@ std::variant<page_request, response> page_of(const query_params& params) {
     return page;
 }
 
+std::variant<page_search, response> page_search_of(const request& req) {
+    auto params = parsed_query(req);
+    if (auto* err = std::get_if<response>(&params)) {
+        return std::move(*err);
+    }
+    const auto& q = std::get<query_params>(params);
+    auto page = page_of(q);
+    if (auto* err = std::get_if<response>(&page)) {
+        return std::move(*err);
+    }
+    page_search out{.page = std::get<page_request>(page), .text = {}};
+    if (auto it = q.find("textSearch"); it != q.end()) {
+        out.text = it->second;
+    }
+    return out;
+}
+
 std::pair<std::size_t, std::size_t> page_slice(std::size_t total, const page_request& page) {
     // page_of bounds page and size, so the product fits.
     const auto first = std::min(total, static_cast<std::size_t>(page.page * page.size));

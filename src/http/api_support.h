@@ -114,6 +114,15 @@ struct page_request {
 // The page in `params`, or the 400 response naming the bad parameter.
 std::variant<page_request, response> page_of(const query_params& params);
 
+// A paged list's request: the page and the `textSearch` filter (empty when absent).
+struct page_search {
+    page_request page;
+    std::string text;
+};
+
+// parsed_query, page_of and `textSearch` together, or the 400 of the first that fails.
+std::variant<page_search, response> page_search_of(const request& req);
+
 // The [first, last) indices of `page` in a list of `total` elements (empty past the end).
 std::pair<std::size_t, std::size_t> page_slice(std::size_t total, const page_request& page);
 

@@ -119,24 +119,15 @@ void add_app_shared_subs_routes(router& routes, metadata_store& store, api_acces
     }
 
     admin.add_async(verb::get, std::string(path), [&store](const request& req, responder done) {
-        auto params = parsed_query(req);
-        if (auto* err = std::get_if<response>(&params)) {
+        auto asked = page_search_of(req);
+        if (auto* err = std::get_if<response>(&asked)) {
             done(std::move(*err));
             return;
         }
-        const auto& q = std::get<query_params>(params);
-        auto page = page_of(q);
-        if (auto* err = std::get_if<response>(&page)) {
-            done(std::move(*err));
-            return;
-        }
-        std::string text;
-        if (auto it = q.find("textSearch"); it != q.end()) {
-            text = it->second;
-        }
+        auto& search = std::get<page_search>(asked);
         store.list_application_shared_subscriptions(
-            [done = std::move(done), want = std::get<page_request>(page),
-             text = std::move(text)](result<std::vector<application_shared_subscription>> all) {
+            [done = std::move(done), want = search.page, text = std::move(search.text)](
+                result<std::vector<application_shared_subscription>> all) {
                 if (!all) {
                     done(unavailable(all.error()));
                     return;

@@ -73,6 +73,7 @@ registry::registry()
       listener_(*prometheus_),
       health_(*prometheus_),
       process_(*prometheus_),
+      integration_(*prometheus_),
       bugs_(&prometheus::BuildCounter()
                  .Name("bugsReported_total")
                  .Help("Internal invariant violations logged and survived (STARLING_BUG)")

@@ -15,6 +15,7 @@
 #include "metrics/auth_probe.h"
 #include "metrics/broker_probe.h"
 #include "metrics/health_probe.h"
+#include "metrics/integration_probe.h"
 #include "metrics/latency_histogram.h"
 #include "metrics/listener_probe.h"
 #include "metrics/log_probe.h"
@@ -77,6 +78,7 @@ class registry {
     listener_probe& listener() noexcept { return listener_; }
     health_probe& health() noexcept { return health_; }
     process_probe& process() noexcept { return process_; }
+    integration_probe& integration() noexcept { return integration_; }
 
     // Registers a function that sets gauges from live state; every serialize() runs all of
     // them first (prometheus-cpp has no callback gauges). A refresher runs under the
@@ -102,6 +104,7 @@ class registry {
     listener_probe listener_;
     health_probe health_;
     process_probe process_;  // refreshed by serialize() itself
+    integration_probe integration_;
 
     std::mutex scrape_mutex_;  // guards everything below and serializes scrapes
     std::map<std::uint64_t, std::function<void()>> refreshers_;

@@ -120,6 +120,21 @@ result<offset_map> decode_offsets(const std::string& text) {
     return entries;
 }
 
+// Steps `stmt` to its last row, appending `read(stmt)` for each row to `out`.
+template <typename T, typename Read>
+status read_rows(sqlite_stmt& stmt, std::vector<T>& out, Read read) {
+    for (;;) {
+        auto row = stmt.step();
+        if (!row) {
+            return row.error();
+        }
+        if (!*row) {
+            return {};
+        }
+        out.push_back(read(stmt));
+    }
+}
+
 }  // namespace
 
 sqlite_metadata_store::sqlite_metadata_store(options opts, const clock& clk)
@@ -294,16 +309,10 @@ void sqlite_metadata_store::list_credentials(std::size_t limit, std::size_t offs
                }
                stmt->bind(1, to_sql_limit(limit)).bind(2, to_sql_limit(offset));
                std::vector<client_credentials> rows;
-               for (;;) {
-                   auto row = stmt->step();
-                   if (!row) {
-                       return row.error();
-                   }
-                   if (!*row) {
-                       return rows;
-                   }
-                   rows.push_back(read_credentials(*stmt));
+               if (auto st = read_rows(*stmt, rows, read_credentials); !st) {
+                   return st.error();
                }
+               return rows;
            });
 }
 
@@ -502,20 +511,18 @@ void sqlite_metadata_store::list_application_shared_subscriptions(
                    return stmt.error();
                }
                std::vector<application_shared_subscription> out;
-               for (;;) {
-                   auto row = stmt->step();
-                   if (!row) {
-                       return row.error();
-                   }
-                   if (!*row) {
-                       return out;
-                   }
-                   out.push_back({.id = stmt->column_text(0),
-                                  .created_time_ms = stmt->column_int64(1),
-                                  .topic_filter = stmt->column_text(2),
-                                  .partitions = static_cast<std::int32_t>(stmt->column_int64(3)),
-                                  .name = stmt->column_text(4)});
+               auto st = read_rows(*stmt, out, [](const sqlite_stmt& r) {
+                   return application_shared_subscription{
+                       .id = r.column_text(0),
+                       .created_time_ms = r.column_int64(1),
+                       .topic_filter = r.column_text(2),
+                       .partitions = static_cast<std::int32_t>(r.column_int64(3)),
+                       .name = r.column_text(4)};
+               });
+               if (!st) {
+                   return st.error();
                }
+               return out;
            });
 }
 
@@ -523,6 +530,75 @@ void sqlite_metadata_store::delete_application_shared_subscription(std::string i
                                                                    callback<bool> done) {
     submit(std::move(done), [id = std::move(id)](sqlite_db& db) -> result<bool> {
         auto stmt = db.prepare("DELETE FROM application_shared_subscription WHERE id = ?");
+        if (!stmt) {
+            return {boost::system::in_place_error, stmt.error()};
+        }
+        if (auto st = stmt->bind(1, id).run(); !st) {
+            return {boost::system::in_place_error, st.error()};
+        }
+        return db.changes() > 0;
+    });
+}
+
+// --- integrations ---------------------------------------------------------------------------
+
+void sqlite_metadata_store::save_integration(integration_row row, done_callback done) {
+    submit(std::move(done), [this, r = std::move(row)](sqlite_db& db) mutable -> status {
+        if (r.id.empty() || r.type.empty()) {
+            return make_error_code(store_errc::invalid_argument);
+        }
+        if (r.created_time_ms == 0) {
+            r.created_time_ms = clock_.epoch_ms();
+        }
+        // An existing id keeps its created_time (port: metadata_store.h, save_integration).
+        auto stmt = db.prepare(
+            "INSERT INTO integration (id, created_time, name, type, enabled, configuration,"
+            " additional_info) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (id) DO UPDATE SET name = excluded.name, type = excluded.type,"
+            " enabled = excluded.enabled, configuration = excluded.configuration,"
+            " additional_info = excluded.additional_info");
+        if (!stmt) {
+            return stmt.error();
+        }
+        return stmt->bind(1, r.id)
+            .bind(2, r.created_time_ms)
+            .bind(3, r.name)
+            .bind(4, r.type)
+            .bind(5, std::int64_t{r.enabled})
+            .bind(6, r.configuration)
+            .bind(7, r.additional_info)
+            .run();
+    });
+}
+
+void sqlite_metadata_store::list_integrations(callback<std::vector<integration_row>> done) {
+    submit(std::move(done), [](sqlite_db& db) -> result<std::vector<integration_row>> {
+        auto stmt = db.prepare(
+            "SELECT id, created_time, name, type, enabled, configuration, additional_info"
+            " FROM integration ORDER BY created_time, id");
+        if (!stmt) {
+            return stmt.error();
+        }
+        std::vector<integration_row> out;
+        auto st = read_rows(*stmt, out, [](const sqlite_stmt& r) {
+            return integration_row{.id = r.column_text(0),
+                                   .created_time_ms = r.column_int64(1),
+                                   .name = r.column_text(2),
+                                   .type = r.column_text(3),
+                                   .enabled = r.column_int64(4) != 0,
+                                   .configuration = r.column_text(5),
+                                   .additional_info = r.column_text(6)};
+        });
+        if (!st) {
+            return st.error();
+        }
+        return out;
+    });
+}
+
+void sqlite_metadata_store::delete_integration(std::string id, callback<bool> done) {
+    submit(std::move(done), [id = std::move(id)](sqlite_db& db) -> result<bool> {
+        auto stmt = db.prepare("DELETE FROM integration WHERE id = ?");
         if (!stmt) {
             return {boost::system::in_place_error, stmt.error()};
         }

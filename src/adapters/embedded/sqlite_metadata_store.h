@@ -72,6 +72,10 @@ class sqlite_metadata_store final : public metadata_store {
         callback<std::vector<application_shared_subscription>> done) override;
     void delete_application_shared_subscription(std::string id, callback<bool> done) override;
 
+    void save_integration(integration_row row, done_callback done) override;
+    void list_integrations(callback<std::vector<integration_row>> done) override;
+    void delete_integration(std::string id, callback<bool> done) override;
+
     void record_unauthorized(unauthorized_client entry, done_callback done) override;
     void list_unauthorized(unauthorized_query query, callback<unauthorized_page> done) override;
     void find_unauthorized(std::string client_id,

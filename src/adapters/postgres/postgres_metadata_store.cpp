@@ -601,6 +601,65 @@ void postgres_metadata_store::delete_application_shared_subscription(std::string
               });
 }
 
+// --- integrations ---------------------------------------------------------------------------
+
+void postgres_metadata_store::save_integration(integration_row row, done_callback done) {
+    const std::string key = row.id;
+    post_call(pool_, &key, std::move(done),
+              [this, r = std::move(row)](pqxx::connection_base& conn) mutable -> status {
+                  if (r.id.empty() || r.type.empty()) {
+                      return make_error_code(pg_errc::invalid_argument);
+                  }
+                  if (r.created_time_ms == 0) {
+                      r.created_time_ms = clock_.epoch_ms();
+                  }
+                  // An existing id keeps its created_time (port: metadata_store.h).
+                  pqxx::nontransaction tx(conn);
+                  tx.exec_params(
+                      "INSERT INTO integration (id, created_time, name, type, enabled,"
+                      " configuration, additional_info) VALUES ($1, $2, $3, $4, $5, $6, $7)"
+                      " ON CONFLICT (id) DO UPDATE SET name = excluded.name,"
+                      " type = excluded.type, enabled = excluded.enabled,"
+                      " configuration = excluded.configuration,"
+                      " additional_info = excluded.additional_info",
+                      r.id, r.created_time_ms, r.name, r.type, r.enabled, r.configuration,
+                      r.additional_info);
+                  return {};
+              });
+}
+
+void postgres_metadata_store::list_integrations(callback<std::vector<integration_row>> done) {
+    post_call(pool_, nullptr, std::move(done),
+              [](pqxx::connection_base& conn) -> result<std::vector<integration_row>> {
+                  pqxx::nontransaction tx(conn);
+                  const auto rows = tx.exec(
+                      "SELECT id, created_time, name, type, enabled, configuration,"
+                      " additional_info FROM integration ORDER BY created_time, id");
+                  std::vector<integration_row> out;
+                  out.reserve(rows.size());
+                  for (const auto& row : rows) {
+                      out.push_back({.id = text_of(row[0]),
+                                     .created_time_ms = row[1].as<std::int64_t>(),
+                                     .name = text_of(row[2]),
+                                     .type = text_of(row[3]),
+                                     .enabled = row[4].as<bool>(),
+                                     .configuration = text_of(row[5]),
+                                     .additional_info = text_of(row[6])});
+                  }
+                  return out;
+              });
+}
+
+void postgres_metadata_store::delete_integration(std::string id, callback<bool> done) {
+    const std::string key = id;
+    post_call(pool_, &key, std::move(done),
+              [id = std::move(id)](pqxx::connection_base& conn) -> result<bool> {
+                  pqxx::nontransaction tx(conn);
+                  const auto r = tx.exec_params("DELETE FROM integration WHERE id = $1", id);
+                  return r.affected_rows() > 0;
+              });
+}
+
 // --- statistics series (ts_kv) ----------------------------------------------------------------
 
 void postgres_metadata_store::save_stats(std::vector<stats_point> points, done_callback done) {

@@ -617,6 +617,100 @@ TEST_P(metadata_store_contract, application_shared_subscriptions_listed_by_filte
     EXPECT_FALSE(found->has_value());
 }
 
+// --- integrations ------------------------------------------------------------------------------
+
+TEST_P(metadata_store_contract, integrations_list_empty_when_none) {
+    auto none = list_integrations();
+    ASSERT_TRUE(none) << none.error().message();
+    EXPECT_TRUE(none->empty());
+}
+
+TEST_P(metadata_store_contract, saved_integration_is_listed) {
+    const integration_row row = integration("0b6f3d1e-5c1a-4e2f-9d7b-3a8c2e1f4b60", 1700000000123);
+    ASSERT_TRUE(save_integration(row));
+    auto all = list_integrations();
+    ASSERT_TRUE(all) << all.error().message();
+    ASSERT_EQ(all->size(), 1U);
+    EXPECT_EQ((*all)[0], row);
+
+    // created_time_ms 0 is stamped with now; a disabled row with no additional info keeps both.
+    integration_row bare = integration("b", 0, "");
+    bare.enabled = false;
+    bare.additional_info.clear();
+    ASSERT_TRUE(save_integration(bare));
+    all = list_integrations();
+    ASSERT_TRUE(all) << all.error().message();
+    ASSERT_EQ(all->size(), 2U);
+    bare.created_time_ms = clock_.epoch_ms();
+    EXPECT_EQ((*all)[1], bare);
+}
+
+TEST_P(metadata_store_contract, integration_update_keeps_created_time_and_replaces_the_rest) {
+    ASSERT_TRUE(save_integration(integration("i1", 1000, "first")));
+    const integration_row changed{.id = "i1",
+                                  .created_time_ms = 5000,
+                                  .name = "second",
+                                  .type = "KAFKA",
+                                  .enabled = false,
+                                  .configuration = R"({"bootstrapServers":"k:9092"})",
+                                  .additional_info = ""};
+    ASSERT_TRUE(save_integration(changed));
+    auto all = list_integrations();
+    ASSERT_TRUE(all) << all.error().message();
+    ASSERT_EQ(all->size(), 1U);
+    integration_row expected = changed;
+    expected.created_time_ms = 1000;  // the first value
+    EXPECT_EQ((*all)[0], expected);
+}
+
+TEST_P(metadata_store_contract, integrations_listed_by_created_time_then_id) {
+    ASSERT_TRUE(save_integration(integration("c", 2000)));
+    ASSERT_TRUE(save_integration(integration("b", 1000)));
+    ASSERT_TRUE(save_integration(integration("d", 1000)));
+    ASSERT_TRUE(save_integration(integration("a", 3000)));
+    auto all = list_integrations();
+    ASSERT_TRUE(all) << all.error().message();
+    std::vector<std::string> ids;
+    for (const auto& row : *all) {
+        ids.push_back(row.id);
+    }
+    EXPECT_EQ(ids, (std::vector<std::string>{"b", "d", "c", "a"}));
+}
+
+TEST_P(metadata_store_contract, integration_delete_reports_whether_there_was_one) {
+    ASSERT_TRUE(save_integration(integration("i1", 1000)));
+    ASSERT_TRUE(save_integration(integration("i2", 2000)));
+    auto deleted = delete_integration("i1");
+    ASSERT_TRUE(deleted) << deleted.error().message();
+    EXPECT_TRUE(*deleted);
+    deleted = delete_integration("i1");
+    ASSERT_TRUE(deleted) << deleted.error().message();
+    EXPECT_FALSE(*deleted) << "deleting what is gone reports false";
+    deleted = delete_integration("never-saved");
+    ASSERT_TRUE(deleted) << deleted.error().message();
+    EXPECT_FALSE(*deleted);
+    auto all = list_integrations();
+    ASSERT_TRUE(all) << all.error().message();
+    ASSERT_EQ(all->size(), 1U);
+    EXPECT_EQ((*all)[0].id, "i2");
+}
+
+TEST_P(metadata_store_contract, integration_large_configuration_round_trips) {
+    integration_row row = integration("big", 1000);
+    // A 1 MiB JSON document.
+    const std::string prefix = R"({"headers":{"x":")";
+    const std::string suffix = R"("}})";
+    row.configuration =
+        prefix + std::string((1U << 20) - prefix.size() - suffix.size(), 'v') + suffix;
+    ASSERT_EQ(row.configuration.size(), 1U << 20);
+    ASSERT_TRUE(save_integration(row));
+    auto all = list_integrations();
+    ASSERT_TRUE(all) << all.error().message();
+    ASSERT_EQ(all->size(), 1U);
+    EXPECT_EQ((*all)[0].configuration.size(), row.configuration.size());
+    EXPECT_TRUE((*all)[0] == row);  // not EXPECT_EQ: a failure would print 1 MiB
+}
+
 TEST_P(metadata_store_contract, settings_round_trip_and_overwrite) {
     auto missing = get_setting("general");
     ASSERT_TRUE(missing) << missing.error().message();

@@ -112,6 +112,18 @@ class metadata_store_test_base : public ::testing::TestWithParam<metadata_store_
             store_->delete_application_shared_subscription(id, std::move(done));
         });
     }
+    status save_integration(integration_row row) {
+        return await<status>(
+            [&](auto done) { store_->save_integration(std::move(row), std::move(done)); });
+    }
+    result<std::vector<integration_row>> list_integrations() {
+        return await<result<std::vector<integration_row>>>(
+            [&](auto done) { store_->list_integrations(std::move(done)); });
+    }
+    result<bool> delete_integration(const std::string& id) {
+        return await<result<bool>>(
+            [&](auto done) { store_->delete_integration(id, std::move(done)); });
+    }
     status save_stats(std::vector<stats_point> points) {
         return await<status>(
             [&](auto done) { store_->save_stats(std::move(points), std::move(done)); });
@@ -159,6 +171,16 @@ class metadata_store_test_base : public ::testing::TestWithParam<metadata_store_
             [&](auto done) { store_->get_setting(key, std::move(done)); });
     }
 
+    static integration_row integration(const std::string& id, std::int64_t created_time_ms,
+                                       const std::string& name = "webhook") {
+        return {.id = id,
+                .created_time_ms = created_time_ms,
+                .name = name,
+                .type = "HTTP",
+                .enabled = true,
+                .configuration = R"({"restEndpointUrl":"http://localhost:8080/hook"})",
+                .additional_info = R"({"description":"test"})"};
+    }
     static client_credentials credentials(const std::string& credentials_id,
                                           const std::string& name = "device") {
         client_credentials c;

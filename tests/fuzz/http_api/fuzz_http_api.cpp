@@ -51,6 +51,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <tuple>
 
 namespace {
 
@@ -127,6 +128,31 @@ class memory_store final : public metadata_store {
     void delete_application_shared_subscription(std::string id, callback<bool> done) override {
         done(id == "s1");
     }
+    void save_integration(integration_row row, done_callback done) override {
+        if (row.id.empty() || row.type.empty()) {
+            done(make_error_code(std::errc::invalid_argument));
+            return;
+        }
+        auto [it, inserted] = integrations_.try_emplace(row.id, row);
+        if (!inserted) {
+            row.created_time_ms = it->second.created_time_ms;  // keeps its first value
+            it->second = std::move(row);
+        }
+        done({});
+    }
+    void list_integrations(callback<std::vector<integration_row>> done) override {
+        std::vector<integration_row> out;
+        for (const auto& [id, row] : integrations_) {
+            out.push_back(row);
+        }
+        std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+            return std::tie(a.created_time_ms, a.id) < std::tie(b.created_time_ms, b.id);
+        });
+        done(std::move(out));
+    }
+    void delete_integration(std::string id, callback<bool> done) override {
+        done(integrations_.erase(id) > 0);
+    }
     void record_unauthorized(unauthorized_client c, done_callback done) override {
         unauthorized_[c.client_id] = std::move(c);
         done({});
@@ -186,6 +212,7 @@ class memory_store final : public metadata_store {
     // GET/DELETE-by-id paths have something to find).
     void clear() {
         credentials_.clear();
+        integrations_.clear();
         unauthorized_.clear();
         // Two nodes' points, in read_stats order (key, ts, entity), for /api/timeseries.
         stats_.clear();
@@ -204,6 +231,7 @@ class memory_store final : public metadata_store {
     std::map<std::string, client_credentials> credentials_;
     std::vector<stats_point> stats_;
     std::map<std::string, unauthorized_client> unauthorized_;
+    std::map<std::string, integration_row> integrations_;
 };
 
 // Everything the routes reference, built once; per-input state is cleared in reset().

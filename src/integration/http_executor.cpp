@@ -1,0 +1,243 @@
+#include "integration/http_executor.h"
+
+#include "base/retry_pacer.h"
+#include "broker/message.h"
+
+#include "integration/http_payload.h"
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <future>
+#include <map>
+
+namespace starling::integration {
+namespace {
+
+constexpr std::chrono::milliseconds poll_timeout{200};
+constexpr std::size_t max_poll_records = 50;  // TBMQ's integration consumer default
+
+std::int64_t wall_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+auth::http_client_options client_options(const http_target& t) {
+    auth::http_client_options o;
+    o.max_connections = t.max_in_flight;
+    o.verify_tls_peer = t.verify_tls;
+    o.ca_file = t.ca_file;
+    return o;
+}
+
+}  // namespace
+
+http_executor::http_executor(definition def, message_log& log, std::string log_topic,
+                             std::string group, boost::asio::any_io_executor io,
+                             metrics::integration_probe::series series)
+    : def_(std::move(def)),
+      log_(log),
+      log_topic_(std::move(log_topic)),
+      group_(std::move(group)),
+      series_(series),
+      client_(def_.http.url, std::move(io), client_options(def_.http)) {}
+
+http_executor::~http_executor() { stop(); }
+
+status http_executor::start() {
+    consumer_spec spec;
+    spec.group_id = group_;
+    spec.topics = {log_topic_};
+    spec.reset = offset_reset::earliest;
+    spec.max_poll_records = max_poll_records;
+    auto consumer = log_.create_consumer(spec);
+    if (!consumer) {
+        return consumer.error();
+    }
+    consumer_ = std::move(consumer.value());
+    thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
+    return {};
+}
+
+void http_executor::stop() {
+    if (!thread_.joinable()) {
+        return;
+    }
+    thread_.request_stop();
+    consumer_->wakeup();
+    client_.stop();
+    thread_.join();
+    consumer_->close();
+    owner_.store(false);
+}
+
+void http_executor::run(std::stop_token stop) {
+    base::retry_pacer poll_pacer("integration " + def_.id);
+    spdlog::info("integration {} ('{}'): executor started for {}", def_.id, def_.name,
+                 def_.http.url_text);
+    while (!stop.stop_requested()) {
+        auto polled = consumer_->poll(poll_timeout);
+        if (!polled) {
+            if (!poll_pacer.failed("poll", polled.error().message(), stop)) {
+                break;
+            }
+            continue;
+        }
+        poll_pacer.succeeded();
+        owner_.store(!consumer_->assignment().empty(), std::memory_order_relaxed);
+        polled_.store(true, std::memory_order_relaxed);
+        auto& records = polled.value();
+        if (records.empty()) {
+            update_lag(records);
+            continue;
+        }
+        if (!deliver_batch(records, stop)) {
+            break;  // not committed: the next owner (or this node, restarted) sends it again
+        }
+        std::map<topic_partition, std::int64_t> next;
+        for (const auto& r : records) {
+            auto& n = next[{r.topic, r.partition}];
+            n = std::max(n, r.offset + 1);
+        }
+        if (auto st = consumer_->commit({next.begin(), next.end()}); !st) {
+            spdlog::warn("integration {}: commit failed ({}); the batch may be sent again", def_.id,
+                         st.error().message());
+        }
+        update_lag(records);
+    }
+    spdlog::info("integration {}: executor stopped", def_.id);
+}
+
+bool http_executor::deliver_batch(const std::vector<log_record>& records, std::stop_token stop) {
+    const auto& target = def_.http;
+    base::retry_pacer retry_pacer("integration " + def_.id, {.first_delay = target.retry_first,
+                                                             .max_delay = target.retry_max});
+    std::vector<http_body> bodies;
+    bodies.reserve(records.size());
+    for (const auto& r : records) {
+        auto msg = broker::parse_message(r.value);
+        if (!msg) {
+            spdlog::error("integration {}: unreadable record {}/{}@{} skipped", def_.id, r.topic,
+                          r.partition, r.offset);
+            failed_.fetch_add(1, std::memory_order_relaxed);
+            series_.failed.Increment();
+            continue;
+        }
+        bodies.push_back(make_http_body(msg.value(), target.payload));
+    }
+    // Windows of max_in_flight: first attempts go out together; a failed one is then retried
+    // on its own, in order, before the next window.
+    for (std::size_t first = 0; first < bodies.size(); first += target.max_in_flight) {
+        const std::size_t last = std::min(bodies.size(), first + target.max_in_flight);
+        std::vector<std::promise<outcome>> promises(last - first);
+        for (std::size_t i = first; i < last; ++i) {
+            send_async(bodies[i],
+                       [p = &promises[i - first]](outcome o) { p->set_value(std::move(o)); });
+        }
+        std::vector<outcome> results;
+        for (auto& p : promises) {
+            results.push_back(p.get_future().get());
+        }
+        for (std::size_t i = first; i < last; ++i) {
+            outcome result = std::move(results[i - first]);
+            std::uint32_t retries = 0;
+            while (!result.ok) {
+                note_failure(result.error);
+                if (retries == target.max_retries) {
+                    spdlog::warn("integration {}: message given up after {} retries: {}", def_.id,
+                                 retries, result.error);
+                    failed_.fetch_add(1, std::memory_order_relaxed);
+                    series_.failed.Increment();
+                    break;
+                }
+                if (!retry_pacer.failed("send", result.error, stop)) {
+                    return false;
+                }
+                ++retries;
+                retried_.fetch_add(1, std::memory_order_relaxed);
+                series_.retried.Increment();
+                result = send_once(bodies[i]);
+            }
+            if (result.ok) {
+                retry_pacer.succeeded();
+                note_success();
+            }
+        }
+        if (stop.stop_requested()) {
+            return false;
+        }
+    }
+    return true;
+}
+
+void http_executor::send_async(const http_body& body, std::function<void(outcome)> done) {
+    const auto& target = def_.http;
+    auto headers = target.headers;
+    headers.emplace_back("Content-Type", body.content_type);
+    client_.request(target.method, std::move(headers), body.body, target.request_timeout,
+                    [done = std::move(done)](result<auth::http_response> r) {
+                        if (!r) {
+                            done({false, r.error().message()});
+                        } else if (r->status < 200 || r->status >= 300) {
+                            done({false, "HTTP status " + std::to_string(r->status)});
+                        } else {
+                            done({true, {}});
+                        }
+                    });
+}
+
+http_executor::outcome http_executor::send_once(const http_body& body) {
+    std::promise<outcome> promise;
+    auto future = promise.get_future();
+    send_async(body, [&promise](outcome o) { promise.set_value(std::move(o)); });
+    return future.get();
+}
+
+void http_executor::note_failure(const std::string& error) {
+    failing_.store(true, std::memory_order_relaxed);
+    series_.up.Set(0);
+    std::lock_guard lock(error_mutex_);
+    last_error_ = error;
+    last_error_ms_ = wall_ms();
+}
+
+void http_executor::note_success() {
+    sent_.fetch_add(1, std::memory_order_relaxed);
+    series_.sent.Increment();
+    if (failing_.exchange(false, std::memory_order_relaxed)) {
+        series_.up.Set(1);
+        spdlog::info("integration {}: target accepts messages again", def_.id);
+    }
+}
+
+void http_executor::update_lag(const std::vector<log_record>& records) {
+    // An empty poll read everything there was; otherwise what the log holds past the batch.
+    std::int64_t lag = 0;
+    if (!records.empty()) {
+        const auto& last = records.back();
+        if (auto end = consumer_->end_offset({last.topic, last.partition}); end) {
+            lag = std::max<std::int64_t>(0, end.value() - (last.offset + 1));
+        }
+    }
+    lag_.store(lag, std::memory_order_relaxed);
+    series_.lag.Set(static_cast<double>(lag));
+}
+
+executor_status http_executor::status_snapshot() const {
+    executor_status s;
+    s.polled = polled_.load(std::memory_order_relaxed);
+    s.owner = owner_.load(std::memory_order_relaxed);
+    s.sent = sent_.load(std::memory_order_relaxed);
+    s.failed = failed_.load(std::memory_order_relaxed);
+    s.retried = retried_.load(std::memory_order_relaxed);
+    s.lag = lag_.load(std::memory_order_relaxed);
+    s.failing = failing_.load(std::memory_order_relaxed);
+    std::lock_guard lock(error_mutex_);
+    s.last_error = last_error_;
+    s.last_error_ms = last_error_ms_;
+    return s;
+}
+
+}  // namespace starling::integration

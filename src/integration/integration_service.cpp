@@ -1,0 +1,281 @@
+#include "integration/integration_service.h"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <spdlog/spdlog.h>
+
+#include <future>
+
+namespace starling::integration {
+
+integration_service::integration_service(metadata_store& store, message_log& log,
+                                         broker::topic_names topics, integration_matcher& matcher,
+                                         metrics::integration_probe& probe, options opts)
+    : store_(store),
+      log_(log),
+      topics_(std::move(topics)),
+      matcher_(matcher),
+      probe_(probe),
+      opts_(opts) {}
+
+integration_service::~integration_service() { stop(); }
+
+void integration_service::start() {
+    work_.emplace(io_.get_executor());
+    io_thread_ = std::thread([this] { io_.run(); });
+    refresh_thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
+}
+
+void integration_service::stop() {
+    if (refresh_thread_.joinable()) {
+        refresh_thread_.request_stop();
+        refresh_thread_.join();
+    }
+    matcher_.replace({});
+    std::map<std::string, std::unique_ptr<http_executor>> executors;
+    {
+        std::lock_guard lock(mutex_);
+        executors.swap(executors_);
+    }
+    for (auto& [id, executor] : executors) {
+        executor->stop();
+        probe_.remove(id);
+    }
+    executors.clear();
+    // This node would not be here to delete them later; the matcher is empty, so nothing here
+    // produces to them any more.
+    delete_topics(/*all=*/true);
+    if (io_thread_.joinable()) {
+        work_.reset();
+        io_.stop();
+        io_thread_.join();
+    }
+    std::vector<std::function<void()>> waiting;
+    {
+        std::lock_guard lock(mutex_);
+        waiting.swap(waiting_);
+    }
+    for (auto& w : waiting) {
+        w();
+    }
+}
+
+void integration_service::refresh_now(std::optional<std::string> deleted_id,
+                                      std::function<void()> applied) {
+    {
+        std::lock_guard lock(mutex_);
+        if (deleted_id) {
+            deleted_here_.emplace(*deleted_id,
+                                  std::chrono::steady_clock::now() + opts_.topic_delete_delay);
+        }
+        if (applied) {
+            waiting_.push_back(std::move(applied));
+        }
+        wake_requested_ = true;
+    }
+    wake_.notify_all();
+}
+
+void integration_service::run(std::stop_token stop) {
+    while (!stop.stop_requested()) {
+        std::vector<std::function<void()>> waiting;
+        {
+            std::lock_guard lock(mutex_);
+            waiting.swap(waiting_);
+            wake_requested_ = false;
+        }
+        std::promise<result<std::vector<integration_row>>> promise;
+        auto future = promise.get_future();
+        store_.list_integrations([&promise](result<std::vector<integration_row>> rows) {
+            promise.set_value(std::move(rows));
+        });
+        auto rows = future.get();
+        if (rows) {
+            apply(rows.value());
+        } else {
+            spdlog::warn(
+                "integrations: the metadata store cannot list them ({}); keeping the "
+                "current ones, next try in {} ms",
+                rows.error().message(), opts_.refresh_period.count());
+        }
+        for (auto& w : waiting) {
+            w();
+        }
+        std::unique_lock lock(mutex_);
+        wake_.wait_for(lock, stop, opts_.refresh_period, [this] { return wake_requested_; });
+    }
+}
+
+void integration_service::apply(const std::vector<integration_row>& rows) {
+    std::map<std::string, definition> wanted;
+    for (const auto& row : rows) {
+        auto parsed = from_row(row);
+        if (auto* err = std::get_if<std::string>(&parsed)) {
+            spdlog::error("integration {} ('{}') cannot run: {}", row.id, row.name, *err);
+            continue;
+        }
+        auto d = std::get<definition>(std::move(parsed));
+        if (!d.enabled) {
+            continue;
+        }
+        const std::string topic = topics_.msg_ie(d.id);
+        if (!topics_ready_.contains(topic)) {
+            topic_spec spec{.name = topic,
+                            .partitions = 1,
+                            .retention_ms = opts_.topic_retention_ms,
+                            .retention_bytes = opts_.topic_retention_bytes};
+            if (auto st = log_.create_topic(spec); !st) {
+                // Not matched until its topic exists: the router would fail every batch.
+                spdlog::warn("integration {}: cannot create {} ({}); retried next refresh", d.id,
+                             topic, st.error().message());
+                continue;
+            }
+            topics_ready_.insert(topic);
+        }
+        wanted.emplace(d.id, std::move(d));
+    }
+
+    // Executors to stop: gone, disabled or changed.
+    std::vector<std::string> to_stop;
+    {
+        std::lock_guard lock(mutex_);
+        for (const auto& [id, executor] : executors_) {
+            auto it = wanted.find(id);
+            if (it == wanted.end() || it->second.configuration != executor->def().configuration) {
+                to_stop.push_back(id);
+            }
+        }
+    }
+    // The matcher first, so no new copies are routed to an integration being stopped.
+    std::vector<integration_matcher::entry> entries;
+    for (const auto& [id, d] : wanted) {
+        entries.push_back({id, topics_.msg_ie(id), d.topic_filters});
+    }
+    matcher_.replace(std::move(entries));
+    for (const auto& id : to_stop) {
+        stop_executor(id);
+    }
+    delete_topics(/*all=*/false);
+    for (auto& [id, d] : wanted) {
+        {
+            std::lock_guard lock(mutex_);
+            if (executors_.contains(id)) {
+                continue;
+            }
+        }
+        auto executor = std::make_unique<http_executor>(
+            d, log_, topics_.msg_ie(id), topics_.ie_group(id), io_.get_executor(), probe_.add(id));
+        if (auto st = executor->start(); !st) {
+            spdlog::warn("integration {}: executor not started ({}); retried next refresh", id,
+                         st.error().message());
+            probe_.remove(id);
+            continue;
+        }
+        std::lock_guard lock(mutex_);
+        executors_.emplace(id, std::move(executor));
+    }
+}
+
+void integration_service::delete_topics(bool all) {
+    std::vector<std::string> due;
+    {
+        std::lock_guard lock(mutex_);
+        const auto now = std::chrono::steady_clock::now();
+        for (auto it = deleted_here_.begin(); it != deleted_here_.end();) {
+            if (all || it->second <= now) {
+                due.push_back(it->first);
+                it = deleted_here_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
+    for (const auto& id : due) {
+        const std::string topic = topics_.msg_ie(id);
+        topics_ready_.erase(topic);
+        if (auto st = log_.delete_topic(topic); !st) {
+            spdlog::warn("integration {}: deleting {} failed: {}", id, topic, st.error().message());
+        } else {
+            spdlog::info("integration {}: {} deleted", id, topic);
+        }
+    }
+}
+
+void integration_service::stop_executor(const std::string& id) {
+    std::unique_ptr<http_executor> executor;
+    {
+        std::lock_guard lock(mutex_);
+        auto it = executors_.find(id);
+        if (it == executors_.end()) {
+            return;
+        }
+        executor = std::move(it->second);
+        executors_.erase(it);
+    }
+    executor->stop();
+    probe_.remove(id);
+}
+
+std::optional<executor_status> integration_service::status_of(const std::string& id) const {
+    std::lock_guard lock(mutex_);
+    auto it = executors_.find(id);
+    if (it == executors_.end()) {
+        return std::nullopt;
+    }
+    return it->second->status_snapshot();
+}
+
+void integration_service::check_target(const definition& d, std::chrono::milliseconds timeout,
+                                       std::function<void(std::string)> done) {
+    namespace asio = boost::asio;
+    using tcp = asio::ip::tcp;
+    struct attempt {
+        explicit attempt(asio::io_context& io) : resolver(io), socket(io), timer(io) {}
+        tcp::resolver resolver;
+        tcp::socket socket;
+        asio::steady_timer timer;
+        std::function<void(std::string)> done;
+        bool finished = false;
+        void finish(std::string error) {
+            if (finished) {
+                return;
+            }
+            finished = true;
+            timer.cancel();
+            resolver.cancel();
+            boost::system::error_code ignored;
+            socket.close(ignored);
+            done(std::move(error));
+        }
+    };
+    auto a = std::make_shared<attempt>(io_);
+    a->done = std::move(done);
+    const std::string host = d.http.url.host;
+    const std::string port = std::to_string(d.http.url.port);
+    asio::post(io_, [a, host, port, timeout] {
+        a->timer.expires_after(timeout);
+        a->timer.async_wait([a, host, port](boost::system::error_code ec) {
+            if (!ec) {
+                a->finish("no connection to " + host + ":" + port + " within the timeout");
+            }
+        });
+        a->resolver.async_resolve(
+            host, port,
+            [a, host, port](boost::system::error_code ec, tcp::resolver::results_type r) {
+                if (ec) {
+                    a->finish("cannot resolve " + host + ": " + ec.message());
+                    return;
+                }
+                asio::async_connect(
+                    a->socket, r,
+                    [a, host, port](boost::system::error_code cec, const tcp::endpoint&) {
+                        a->finish(cec ? "cannot connect to " + host + ":" + port + ": " +
+                                            cec.message()
+                                      : std::string());
+                    });
+            });
+    });
+}
+
+}  // namespace starling::integration

@@ -1,0 +1,51 @@
+#pragma once
+
+// integration_matcher: which integrations want a message, by their topic filters. The msg.all
+// routers ask it once per message (publish_router::route) and produce one copy to each matched
+// integration's msg.ie.<id> topic.
+//
+// Decision: a flat list checked with mqtt::topic_matches rather than entries in the
+// subscription trie. Integrations are an operator's handful (each has a topic and an executor),
+// so a scan costs less than the trie's per-client merge, and an integration can never be
+// mistaken for a client by the session code that walks the trie.
+//
+// Concurrency: match() is lock-free for readers (an atomic snapshot); replace() swaps the whole
+// table and may run on any thread. With no integration defined, match() is one atomic load.
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace starling::integration {
+
+class integration_matcher {
+  public:
+    struct entry {
+        std::string integration_id;
+        std::string log_topic;  // msg.ie.<id>
+        std::vector<std::string> topic_filters;
+    };
+
+    // Replaces every entry (the enabled integrations).
+    void replace(std::vector<entry> entries);
+
+    // Appends to `out` the log topic of every integration with a filter matching `topic`, once
+    // per integration, in the order of the entries. Topics starting with '$' match only filters
+    // that start with '$' too (MQTT 4.7.2).
+    void match(std::string_view topic, std::vector<std::string>& out) const;
+
+    // Whether some entry's log topic is `log_topic` (a copy whose produce failed is dropped
+    // when its integration is gone: publish_router).
+    bool routes_to(std::string_view log_topic) const;
+
+    bool empty() const noexcept { return empty_.load(std::memory_order_acquire); }
+
+  private:
+    using table = std::vector<entry>;
+    std::atomic<std::shared_ptr<const table>> table_{std::make_shared<const table>()};
+    std::atomic<bool> empty_{true};
+};
+
+}  // namespace starling::integration

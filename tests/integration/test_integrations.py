@@ -1,0 +1,313 @@
+"""HTTP integrations (/api/integration): messages published by paho-mqtt clients that match an
+integration's topic filters reach an HTTP server this test runs, in order per topic, through the
+integration's own log topic msg.ie.<id> — retried while the target fails, kept across a SIGKILL
+of starlingd, never holding up MQTT subscribers — and the REST API creates, lists, updates,
+checks and deletes integrations, refusing bad input with a 400 naming the field."""
+
+from __future__ import annotations
+
+import base64
+import http.server
+import json
+import socket
+import threading
+import urllib.parse
+from collections.abc import Iterator
+
+import pytest
+
+from starling_it import rest
+from test_hostile_connections import wait_for
+
+pytestmark = pytest.mark.starlingd_only(reason="integrations are starlingd's")
+
+TOKEN = "int3grate"
+
+
+class HttpTarget:
+    """A local HTTP server that records every request it is sent. ``fail_next`` requests are
+    answered 500 first (then 200); ``always_fail`` answers every request 503."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.requests: list[dict] = []  # {"method", "path", "headers", "body"}
+        self.fail_next = 0
+        self.always_fail = False
+        self.refused = 0
+        target = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                body = self.rfile.read(length)
+                with target.lock:
+                    fail = target.always_fail or target.fail_next > 0
+                    if target.fail_next > 0:
+                        target.fail_next -= 1
+                    if fail:
+                        target.refused += 1
+                    else:
+                        target.requests.append({"method": self.command, "path": self.path,
+                                                "headers": dict(self.headers), "body": body})
+                code = 503 if fail else 200
+                self.send_response(code)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_POST = do_PUT = do_PATCH = _handle
+
+            def log_message(self, *args) -> None:  # keep pytest output quiet
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/ingest"
+
+    def bodies(self) -> list[dict]:
+        with self.lock:
+            return [json.loads(r["body"]) for r in self.requests]
+
+    def count(self) -> int:
+        with self.lock:
+            return len(self.requests)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def target() -> Iterator[HttpTarget]:
+    t = HttpTarget()
+    yield t
+    t.close()
+
+
+def free_port() -> int:
+    """A port nothing listens on (bound then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def body_for(name: str, filters: list[str], url: str, **client) -> dict:
+    return {"name": name, "type": "HTTP",
+            "configuration": {"topicFilters": filters,
+                              "clientConfiguration": {"restEndpointUrl": url, **client}}}
+
+
+def create(broker, body) -> dict:
+    status, made = rest.call(broker, "POST", "/api/integration", TOKEN, body)
+    assert status == 200, made
+    return made
+
+
+def one(entity_id: str) -> str:
+    return f"/api/integration/{urllib.parse.quote(entity_id, safe='')}"
+
+
+def status_of(broker, entity_id: str) -> dict:
+    status, got = rest.call(broker, "GET", one(entity_id), TOKEN)
+    assert status == 200, got
+    return got["status"]
+
+
+def test_matching_messages_reach_the_target_in_order(broker_factory, paho_client, target, uid):
+    broker = broker_factory(env={"SECURITY_ADMIN_TOKEN": TOKEN})
+    made = create(broker, body_for("to-target", [f"{uid}/telemetry/#"], target.url,
+                                   headers={"X-Api-Key": "k-1"}))
+    assert made["status"]["state"] in ("ACTIVE", "PENDING"), made
+    sub = paho_client(broker, protocol=5)
+    sub.subscribe(f"{uid}/#", qos=1)
+    pub = paho_client(broker, client_id=f"{uid}-pub", protocol=5)
+    total = 60
+    for i in range(total):
+        pub.publish_and_wait(f"{uid}/telemetry/t{i % 3}", f"m{i}".encode(), qos=1,
+                             properties={"user_property": [("seq", str(i))]})
+    pub.publish_and_wait(f"{uid}/other", b"not for the integration", qos=1)
+
+    # MQTT delivery is unaffected: the subscriber has every message.
+    assert len(sub.expect_messages(total + 1, timeout=20)) == total + 1
+    wait_for(lambda: target.count() >= total, timeout=30, what=f"{total} HTTP requests")
+    bodies = target.bodies()
+    got = [base64.b64decode(b["payload"]).decode() for b in bodies]
+    assert sorted(got) == sorted(f"m{i}" for i in range(total)), "duplicated or missing"
+    # Order is per MQTT topic, as for subscribers (msg.all is partitioned by topic).
+    for t in range(3):
+        of_topic = [int(b["properties"]["userProperties"][0]["value"]) for b in bodies
+                    if b["topic"] == f"{uid}/telemetry/t{t}"]
+        assert of_topic == list(range(t, total, 3)), f"topic t{t} out of order: {of_topic}"
+    first = next(b for b in bodies if b["payload"] == base64.b64encode(b"m0").decode())
+    assert first["topic"] == f"{uid}/telemetry/t0" and first["qos"] == 1
+    assert first["clientId"] == f"{uid}-pub" and first["retain"] is False and first["ts"] > 0
+    assert first["properties"]["userProperties"] == [{"key": "seq", "value": "0"}]
+    with target.lock:
+        headers = target.requests[0]["headers"]
+        assert target.requests[0]["method"] == "POST" and target.requests[0]["path"] == "/ingest"
+    assert headers.get("X-Api-Key") == "k-1"
+    assert headers.get("Content-Type") == "application/json"
+    wait_for(lambda: status_of(broker, made["id"])["sent"] == total, timeout=10,
+             what="status.sent")
+    st = status_of(broker, made["id"])
+    assert st["state"] == "ACTIVE" and st["failed"] == 0, st
+
+
+def test_text_payload_with_put_and_bearer_token(broker_factory, paho_client, target, uid):
+    broker = broker_factory(env={"SECURITY_ADMIN_TOKEN": TOKEN})
+    create(broker, body_for("text", [f"{uid}/+"], target.url, requestMethod="PUT",
+                            payloadContentType="TEXT",
+                            credentials={"type": "bearer", "token": "s3cret"}))
+    pub = paho_client(broker, protocol=4)
+    pub.publish_and_wait(f"{uid}/a", "héllo".encode(), qos=1)
+    wait_for(lambda: target.count() == 1, timeout=20, what="the request")
+    with target.lock:
+        req = target.requests[0]
+    assert req["method"] == "PUT" and req["body"] == "héllo".encode()
+    assert req["headers"]["Authorization"] == "Bearer s3cret"
+    assert req["headers"]["Content-Type"].startswith("text/plain")
+
+
+def test_failing_target_is_retried_until_it_answers(broker_factory, paho_client, target, uid):
+    broker = broker_factory(env={"SECURITY_ADMIN_TOKEN": TOKEN})
+    target.fail_next = 4
+    made = create(broker, body_for("retry", [f"{uid}/#"], target.url, maxRetries=10,
+                                   retryBackoffMs=20, retryBackoffMaxMs=100))
+    pub = paho_client(broker, protocol=5)
+    for i in range(10):
+        pub.publish_and_wait(f"{uid}/x", f"{i}".encode(), qos=1)
+    wait_for(lambda: target.count() >= 10, timeout=30, what="10 delivered requests")
+    assert target.refused == 4
+    got = [base64.b64decode(b["payload"]).decode() for b in target.bodies()]
+    assert got == [str(i) for i in range(10)], got
+    wait_for(lambda: status_of(broker, made["id"])["sent"] == 10, timeout=10, what="sent")
+    st = status_of(broker, made["id"])
+    assert st["retried"] >= 4 and st["failed"] == 0, st
+    assert st["lastError"] and "503" in st["lastError"], st
+
+
+def test_dead_target_fails_visibly_without_holding_up_subscribers(broker_factory, paho_client,
+                                                                  uid):
+    broker = broker_factory(env={"SECURITY_ADMIN_TOKEN": TOKEN})
+    dead = f"http://127.0.0.1:{free_port()}/nowhere"
+    made = create(broker, body_for("dead", [f"{uid}/#"], dead, maxRetries=1000,
+                                   retryBackoffMs=50, retryBackoffMaxMs=200))
+    sub = paho_client(broker, protocol=5)
+    sub.subscribe(f"{uid}/#", qos=1)
+    pub = paho_client(broker, protocol=5)
+    for i in range(30):
+        pub.publish_and_wait(f"{uid}/d", f"{i}".encode(), qos=1)
+    assert [m.payload for m in sub.expect_messages(30, timeout=20)] == [
+        f"{i}".encode() for i in range(30)]
+    wait_for(lambda: status_of(broker, made["id"])["state"] == "FAILING", timeout=20,
+             what="state FAILING")
+    st = status_of(broker, made["id"])
+    assert st["lastError"] and st["lastErrorTime"] > 0 and st["sent"] == 0, st
+
+
+def test_acknowledged_messages_reach_the_target_after_sigkill(broker_factory, paho_client,
+                                                             target, uid):
+    """The target refuses everything while 40 QoS 1 messages are acknowledged; starlingd is
+    SIGKILLed and restarted on the same data dir; once the target answers, all 40 arrive (at
+    least once, in order of first arrival)."""
+    broker = broker_factory(env={"SECURITY_ADMIN_TOKEN": TOKEN})
+    target.always_fail = True
+    create(broker, body_for("durable", [f"{uid}/#"], target.url, maxRetries=1000,
+                            retryBackoffMs=50, retryBackoffMaxMs=200))
+    pub = paho_client(broker, protocol=5)
+    for i in range(40):
+        assert pub.publish_and_wait(f"{uid}/k", f"{i}".encode(), qos=1) < 0x80
+    wait_for(lambda: target.refused > 0, timeout=20, what="the first refused request")
+    pub.close()
+    broker.kill()
+    with target.lock:
+        target.always_fail = False
+    broker.start()
+    wait_for(lambda: len({b["payload"] for b in target.bodies()}) >= 40, timeout=60,
+             what="all 40 messages after the restart")
+    firsts: list[str] = []
+    for b in target.bodies():
+        p = base64.b64decode(b["payload"]).decode()
+        if p not in firsts:
+            firsts.append(p)
+    assert firsts == [str(i) for i in range(40)], firsts
+
+
+def test_disabled_integration_sends_nothing(broker_factory, paho_client, target, uid):
+    broker = broker_factory(env={"SECURITY_ADMIN_TOKEN": TOKEN})
+    body = body_for("toggle", [f"{uid}/#"], target.url)
+    body["enabled"] = False
+    made = create(broker, body)
+    assert made["status"]["state"] == "DISABLED"
+    pub = paho_client(broker, protocol=5)
+    pub.publish_and_wait(f"{uid}/a", b"while disabled", qos=1)
+    body["id"] = made["id"]
+    body["enabled"] = True
+    again = create(broker, body)
+    assert again["createdTime"] == made["createdTime"]
+    pub.publish_and_wait(f"{uid}/a", b"after enabling", qos=1)
+    wait_for(lambda: target.count() >= 1, timeout=20, what="a request")
+    assert [base64.b64decode(b["payload"]) for b in target.bodies()] == [b"after enabling"]
+
+
+def test_crud_check_and_validation(broker_factory, target, uid):
+    broker = broker_factory(env={"SECURITY_ADMIN_TOKEN": TOKEN})
+    assert rest.call(broker, "GET", "/api/integrations", None)[0] == 401
+    a = create(broker, body_for(f"{uid}-alpha", ["a/#"], target.url))
+    b = create(broker, body_for(f"{uid}-beta", ["b/#"], target.url))
+    assert len(a["id"]) == 36 and a["createdTime"] > 0 and a["enabled"] is True
+    status, page = rest.call(broker, "GET",
+                             f"/api/integrations?pageSize=10&page=0&textSearch={uid.upper()}",
+                             TOKEN)
+    assert status == 200 and [e["id"] for e in page["data"]] == [a["id"], b["id"]], page
+    assert page["totalElements"] == 2 and page["hasNext"] is False
+    status, page = rest.call(broker, "GET",
+                             f"/api/integrations?pageSize=1&page=1&textSearch={uid}", TOKEN)
+    assert status == 200 and [e["id"] for e in page["data"]] == [b["id"]], page
+
+    status, got = rest.call(broker, "GET", one(a["id"]), TOKEN)
+    assert status == 200 and got["configuration"] == a["configuration"], got
+    renamed = body_for(f"{uid}-alpha2", ["a/+"], target.url)
+    renamed["id"] = a["id"]
+    updated = create(broker, renamed)
+    assert (updated["id"], updated["createdTime"], updated["name"]) == (
+        a["id"], a["createdTime"], f"{uid}-alpha2")
+    missing = body_for("x", ["a"], target.url)
+    missing["id"] = "no-such-integration"
+    assert rest.call(broker, "POST", "/api/integration", TOKEN, missing)[0] == 404
+
+    assert rest.call(broker, "POST", "/api/integration/check", TOKEN,
+                     body_for("c", ["a"], target.url)) == (200, {})
+    status, answer = rest.call(broker, "POST", "/api/integration/check", TOKEN,
+                               body_for("c", ["a"], f"http://127.0.0.1:{free_port()}/"))
+    assert status == 400 and answer["message"].startswith("target:"), answer
+
+    for bad, field in (
+        ("nope", "body"),
+        ({"type": "HTTP", "configuration": {}}, "name"),
+        (body_for("n", [], target.url), "configuration.topicFilters"),
+        (body_for("n", ["a/#/b"], target.url), "configuration.topicFilters"),
+        (body_for("n", ["a"], "ftp://x/"), "configuration.clientConfiguration.restEndpointUrl"),
+        (body_for("n", ["a"], target.url, requestMethod="GET"),
+         "configuration.clientConfiguration.requestMethod"),
+        (body_for("n", ["a"], target.url, maxParallelRequestsCount=0),
+         "configuration.clientConfiguration.maxParallelRequestsCount"),
+        ({**body_for("n", ["a"], target.url), "type": "KAFKA"}, "type"),
+    ):
+        status, answer = rest.call(broker, "POST", "/api/integration", TOKEN, bad)
+        assert status == 400 and answer["message"].startswith(field), (bad, answer)
+
+    assert rest.call(broker, "DELETE", one(b["id"]), TOKEN) == (200, {})
+    assert rest.call(broker, "DELETE", one(b["id"]), TOKEN)[0] == 404
+    assert rest.call(broker, "GET", one(b["id"]), TOKEN)[0] == 404
+    broker.restart()
+    status, page = rest.call(broker, "GET", f"/api/integrations?pageSize=10&page=0&textSearch={uid}",
+                             TOKEN)
+    assert status == 200 and [e["name"] for e in page["data"]] == [f"{uid}-alpha2"], page

@@ -1,0 +1,187 @@
+// Parsing integration definitions: what the API accepts, what it refuses (naming the field), and
+// that a stored row reads back as the definition that was saved.
+#include "integration/definition.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace starling::integration {
+namespace {
+
+using json = nlohmann::json;
+
+json valid_body() {
+    return {{"name", "to-backend"},
+            {"type", "HTTP"},
+            {"enabled", true},
+            {"configuration",
+             {{"topicFilters", {"sensors/#", "alerts/+"}},
+              {"clientConfiguration",
+               {{"restEndpointUrl", "http://127.0.0.1:8080/in"},
+                {"requestMethod", "PUT"},
+                {"headers", {{"X-Key", "k1"}}},
+                {"payloadContentType", "TEXT"},
+                {"readTimeoutMs", 2500},
+                {"maxParallelRequestsCount", 4},
+                {"maxRetries", 7},
+                {"retryBackoffMs", 100},
+                {"retryBackoffMaxMs", 2000}}}}}};
+}
+
+// The error text of parsing `body`, or "" when it parsed.
+std::string error_of(const json& body) {
+    auto parsed = from_json(body);
+    if (auto* err = std::get_if<std::string>(&parsed)) {
+        return *err;
+    }
+    return "";
+}
+
+TEST(IntegrationDefinition, ValidHttpBodyParsesEveryField) {
+    auto parsed = from_json(valid_body());
+    ASSERT_TRUE(std::holds_alternative<definition>(parsed)) << std::get<std::string>(parsed);
+    const auto& d = std::get<definition>(parsed);
+    EXPECT_EQ(d.name, "to-backend");
+    EXPECT_EQ(d.type, "HTTP");
+    EXPECT_TRUE(d.enabled);
+    EXPECT_EQ(d.topic_filters, (std::vector<std::string>{"sensors/#", "alerts/+"}));
+    EXPECT_EQ(d.http.method, "PUT");
+    EXPECT_EQ(d.http.payload, payload_format::text);
+    EXPECT_EQ(d.http.request_timeout, std::chrono::milliseconds(2500));
+    EXPECT_EQ(d.http.max_in_flight, 4U);
+    EXPECT_EQ(d.http.max_retries, 7U);
+    EXPECT_EQ(d.http.retry_first, std::chrono::milliseconds(100));
+    EXPECT_EQ(d.http.retry_max, std::chrono::milliseconds(2000));
+    EXPECT_EQ(d.http.url_text, "http://127.0.0.1:8080/in");
+    bool has_key = false;
+    for (const auto& [k, v] : d.http.headers) {
+        has_key = has_key || (k == "X-Key" && v == "k1");
+    }
+    EXPECT_TRUE(has_key);
+}
+
+TEST(IntegrationDefinition, DefaultsApplyWhenOptionalFieldsAreAbsent) {
+    json body = {
+        {"name", "n"},
+        {"type", "HTTP"},
+        {"configuration",
+         {{"topicFilters", {"a"}}, {"clientConfiguration", {{"restEndpointUrl", "http://h/p"}}}}}};
+    auto parsed = from_json(body);
+    ASSERT_TRUE(std::holds_alternative<definition>(parsed)) << std::get<std::string>(parsed);
+    const auto& d = std::get<definition>(parsed);
+    EXPECT_TRUE(d.enabled);
+    EXPECT_EQ(d.http.method, "POST");
+    EXPECT_EQ(d.http.payload, payload_format::json);
+    EXPECT_EQ(d.http.max_in_flight, 1U);
+    EXPECT_TRUE(d.http.verify_tls);
+}
+
+TEST(IntegrationDefinition, BasicAndBearerCredentialsBecomeAnAuthorizationHeader) {
+    auto header_of = [](const json& credentials) {
+        json body = valid_body();
+        body["configuration"]["clientConfiguration"]["credentials"] = credentials;
+        auto parsed = from_json(body);
+        EXPECT_TRUE(std::holds_alternative<definition>(parsed));
+        if (!std::holds_alternative<definition>(parsed)) {
+            return std::string("<error>");
+        }
+        for (const auto& [k, v] : std::get<definition>(parsed).http.headers) {
+            if (k == "Authorization") {
+                return v;
+            }
+        }
+        return std::string();
+    };
+    EXPECT_EQ(header_of({{"type", "basic"}, {"username", "user"}, {"password", "pass"}}),
+              "Basic " + base64_encode("user:pass"));
+    EXPECT_EQ(header_of({{"type", "bearer"}, {"token", "t0k"}}), "Bearer t0k");
+    EXPECT_EQ(header_of({{"type", "anonymous"}}), "");
+}
+
+TEST(IntegrationDefinition, ErrorsNameTheOffendingField) {
+    struct bad_case {
+        const char* pointer;  // JSON pointer to replace (or remove when value is null)
+        json value;
+        const char* field;  // expected at the start of the error
+    };
+    const std::vector<bad_case> cases = {
+        {"/name", "", "name"},
+        {"/name", 5, "name"},
+        {"/configuration/topicFilters", json::array(), "configuration.topicFilters"},
+        {"/configuration/topicFilters", {"a/#/b"}, "configuration.topicFilters"},
+        {"/configuration/topicFilters", {""}, "configuration.topicFilters"},
+        {"/configuration/clientConfiguration/restEndpointUrl", "ftp://h/p",
+         "configuration.clientConfiguration.restEndpointUrl"},
+        {"/configuration/clientConfiguration/restEndpointUrl", nullptr,
+         "configuration.clientConfiguration.restEndpointUrl"},
+        {"/configuration/clientConfiguration/requestMethod", "DELETE",
+         "configuration.clientConfiguration.requestMethod"},
+        {"/configuration/clientConfiguration/payloadContentType", "XML",
+         "configuration.clientConfiguration.payloadContentType"},
+        {"/configuration/clientConfiguration/readTimeoutMs", 10,
+         "configuration.clientConfiguration.readTimeoutMs"},
+        {"/configuration/clientConfiguration/maxParallelRequestsCount", 0,
+         "configuration.clientConfiguration.maxParallelRequestsCount"},
+        {"/configuration/clientConfiguration/maxParallelRequestsCount", 65,
+         "configuration.clientConfiguration.maxParallelRequestsCount"},
+        {"/configuration/clientConfiguration/maxRetries", -1,
+         "configuration.clientConfiguration.maxRetries"},
+        {"/configuration/clientConfiguration/headers",
+         {{"X", 1}},
+         "configuration.clientConfiguration.headers"},
+    };
+    for (const auto& c : cases) {
+        json body = valid_body();
+        const json::json_pointer ptr(c.pointer);
+        if (c.value.is_null()) {
+            body[ptr.parent_pointer()].erase(ptr.back());
+        } else {
+            body[ptr] = c.value;
+        }
+        const auto err = error_of(body);
+        EXPECT_EQ(err.rfind(c.field, 0), 0U) << c.pointer << " -> '" << err << "'";
+    }
+}
+
+TEST(IntegrationDefinition, OnlyHttpIsAcceptedForNow) {
+    json body = valid_body();
+    body["type"] = "MQTT";
+    EXPECT_NE(error_of(body).find("not supported"), std::string::npos);
+    body["type"] = "SMTP";
+    EXPECT_EQ(error_of(body).rfind("type", 0), 0U);
+    EXPECT_EQ(error_of(json::array()).empty(), false);
+}
+
+TEST(IntegrationDefinition, RowRoundTripKeepsTheDefinition) {
+    json body = valid_body();
+    body["id"] = "0b8e4b7c-5b1a-4a0a-9d1e-000000000001";
+    body["createdTime"] = 1700000000000;
+    body["additionalInfo"] = {{"description", "d"}};
+    auto parsed = from_json(body);
+    ASSERT_TRUE(std::holds_alternative<definition>(parsed)) << std::get<std::string>(parsed);
+    const auto& d = std::get<definition>(parsed);
+    auto back = from_row(to_row(d));
+    ASSERT_TRUE(std::holds_alternative<definition>(back)) << std::get<std::string>(back);
+    const auto& r = std::get<definition>(back);
+    EXPECT_EQ(r.id, d.id);
+    EXPECT_EQ(r.created_time_ms, d.created_time_ms);
+    EXPECT_EQ(r.topic_filters, d.topic_filters);
+    EXPECT_EQ(r.http.method, d.http.method);
+    EXPECT_EQ(r.http.max_retries, d.http.max_retries);
+    EXPECT_EQ(to_json(r), to_json(d));
+    EXPECT_EQ(to_json(r)["additionalInfo"]["description"], "d");
+}
+
+TEST(IntegrationDefinition, Base64MatchesRfc4648Vectors) {
+    EXPECT_EQ(base64_encode(""), "");
+    EXPECT_EQ(base64_encode("f"), "Zg==");
+    EXPECT_EQ(base64_encode("fo"), "Zm8=");
+    EXPECT_EQ(base64_encode("foo"), "Zm9v");
+    EXPECT_EQ(base64_encode("foob"), "Zm9vYg==");
+    EXPECT_EQ(base64_encode("fooba"), "Zm9vYmE=");
+    EXPECT_EQ(base64_encode("foobar"), "Zm9vYmFy");
+    EXPECT_EQ(base64_encode(std::string("\xff\x00\xfe", 3)), "/wD+");
+}
+
+}  // namespace
+}  // namespace starling::integration
