@@ -17,6 +17,7 @@ from collections.abc import Iterator
 import pytest
 
 from starling_it import rest
+from starling_it.cluster import requires_services, start_nodes
 from test_hostile_connections import wait_for
 
 pytestmark = pytest.mark.starlingd_only(reason="integrations are starlingd's")
@@ -311,3 +312,50 @@ def test_crud_check_and_validation(broker_factory, target, uid):
     status, page = rest.call(broker, "GET", f"/api/integrations?pageSize=10&page=0&textSearch={uid}",
                              TOKEN)
     assert status == 200 and [e["name"] for e in page["data"]] == [f"{uid}-alpha2"], page
+
+
+def payloads_in_first_arrival_order(target: HttpTarget) -> list[str]:
+    firsts: list[str] = []
+    for b in target.bodies():
+        p = base64.b64decode(b["payload"]).decode()
+        if p not in firsts:
+            firsts.append(p)
+    return firsts
+
+
+@requires_services
+def test_cluster_has_one_sender_and_another_node_takes_over_after_sigkill(
+        broker_factory, paho_client, target, uid):
+    """Two nodes on Kafka and PostgreSQL: an integration created on one reaches the other within
+    its refresh period; exactly one node sends (ACTIVE, the other STANDBY). The target then
+    refuses everything while 30 more messages are acknowledged; the sending node is SIGKILLed;
+    the survivor takes the integration's partition over and delivers all of them."""
+    nodes = start_nodes(broker_factory, 2, SECURITY_ADMIN_TOKEN=TOKEN)
+    made = create(nodes[0], body_for("cluster", [f"{uid}/#"], target.url, maxRetries=1000,
+                                     retryBackoffMs=50, retryBackoffMaxMs=200))
+
+    def states() -> list[str]:
+        return sorted(status_of(n, made["id"])["state"] for n in nodes)
+
+    wait_for(lambda: states() == ["ACTIVE", "STANDBY"], timeout=60, what="one sender, one standby")
+    owner = next(n for n in nodes if status_of(n, made["id"])["state"] == "ACTIVE")
+    survivor = nodes[1] if owner is nodes[0] else nodes[0]
+    pub = paho_client(survivor, protocol=5)
+    for i in range(20):
+        pub.publish_and_wait(f"{uid}/x", f"{i}".encode(), qos=1)
+    wait_for(lambda: target.count() >= 20, timeout=30, what="the first 20 messages")
+    assert payloads_in_first_arrival_order(target) == [str(i) for i in range(20)]
+
+    with target.lock:
+        target.always_fail = True
+    for i in range(20, 50):
+        assert pub.publish_and_wait(f"{uid}/x", f"{i}".encode(), qos=1) < 0x80
+    wait_for(lambda: target.refused > 0, timeout=30, what="a refused request")
+    owner.kill()
+    with target.lock:
+        target.always_fail = False
+    wait_for(lambda: len(payloads_in_first_arrival_order(target)) >= 50, timeout=120,
+             what="all 50 messages after the sender was killed")
+    assert payloads_in_first_arrival_order(target) == [str(i) for i in range(50)]
+    wait_for(lambda: status_of(survivor, made["id"])["state"] == "ACTIVE", timeout=30,
+             what="the survivor sending")
