@@ -298,7 +298,7 @@ def main() -> None:
     sink = Sink()
     results: dict = {"throughput": [], "dead_target": {}}
     with tempfile.TemporaryDirectory(prefix="ie-bench-") as tmp:
-        broker = Starlingd(args.starlingd, Path(tmp))
+        broker = Starlingd(str(Path(args.starlingd).resolve()), Path(tmp))
         try:
             for p in (int(x) for x in args.parallel.split(",")):
                 row = throughput(broker, sink, p, args.messages)

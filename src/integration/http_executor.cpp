@@ -115,7 +115,9 @@ bool http_executor::deliver_batch(const std::vector<log_record>& records, std::s
     base::retry_pacer retry_pacer("integration " + def_.id, {.first_delay = target.retry_first,
                                                              .max_delay = target.retry_max});
     std::vector<http_body> bodies;
+    std::vector<const log_record*> sources;  // bodies[i] came from *sources[i]
     bodies.reserve(records.size());
+    sources.reserve(records.size());
     for (const auto& r : records) {
         auto msg = broker::parse_message(r.value);
         if (!msg) {
@@ -126,6 +128,7 @@ bool http_executor::deliver_batch(const std::vector<log_record>& records, std::s
             continue;
         }
         bodies.push_back(make_http_body(msg.value(), target.payload));
+        sources.push_back(&r);
     }
     // Windows of max_in_flight: first attempts go out together; a failed one is then retried
     // on its own, in order, before the next window.
@@ -145,6 +148,8 @@ bool http_executor::deliver_batch(const std::vector<log_record>& records, std::s
             std::uint32_t retries = 0;
             while (!result.ok) {
                 note_failure(result.error);
+                // Stuck on this record: everything from it on waits (what integrationLag shows).
+                update_lag(sources[i]->topic, sources[i]->partition, sources[i]->offset);
                 if (retries == target.max_retries) {
                     spdlog::warn("integration {}: message given up after {} retries: {}", def_.id,
                                  retries, result.error);
@@ -214,13 +219,22 @@ void http_executor::note_success() {
 
 void http_executor::update_lag(const std::vector<log_record>& records) {
     // An empty poll read everything there was; otherwise what the log holds past the batch.
-    std::int64_t lag = 0;
-    if (!records.empty()) {
-        const auto& last = records.back();
-        if (auto end = consumer_->end_offset({last.topic, last.partition}); end) {
-            lag = std::max<std::int64_t>(0, end.value() - (last.offset + 1));
-        }
+    if (records.empty()) {
+        lag_.store(0, std::memory_order_relaxed);
+        series_.lag.Set(0);
+        return;
     }
+    const auto& last = records.back();
+    update_lag(last.topic, last.partition, last.offset + 1);
+}
+
+void http_executor::update_lag(const std::string& topic, std::int32_t partition,
+                               std::int64_t next_unhandled) {
+    auto end = consumer_->end_offset({topic, partition});
+    if (!end) {
+        return;  // keep the last figure
+    }
+    const std::int64_t lag = std::max<std::int64_t>(0, end.value() - next_unhandled);
     lag_.store(lag, std::memory_order_relaxed);
     series_.lag.Set(static_cast<double>(lag));
 }

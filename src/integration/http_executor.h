@@ -78,7 +78,10 @@ class http_executor {
     outcome send_once(const http_body& body);
     void note_failure(const std::string& error);
     void note_success();
+    // Lag after a polled batch was handled (records empty: the poll read everything).
     void update_lag(const std::vector<log_record>& records);
+    // Lag while `next_unhandled` of topic/partition is still being worked on.
+    void update_lag(const std::string& topic, std::int32_t partition, std::int64_t next_unhandled);
 
     definition def_;
     message_log& log_;

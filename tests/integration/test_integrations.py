@@ -209,6 +209,8 @@ def test_dead_target_fails_visibly_without_holding_up_subscribers(broker_factory
         f"{i}".encode() for i in range(30)]
     wait_for(lambda: status_of(broker, made["id"])["state"] == "FAILING", timeout=20,
              what="state FAILING")
+    # integrationLag shows the 30 messages waiting (the first one is being retried).
+    wait_for(lambda: status_of(broker, made["id"])["lag"] == 30, timeout=20, what="lag 30")
     st = status_of(broker, made["id"])
     assert st["lastError"] and st["lastErrorTime"] > 0 and st["sent"] == 0, st
 

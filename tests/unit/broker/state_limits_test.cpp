@@ -5,6 +5,9 @@
 #include "broker_fixture.h"
 #include <gtest/gtest.h>
 
+#include <string>
+#include <variant>
+
 namespace starling::broker {
 namespace {
 
@@ -93,7 +96,13 @@ TEST_F(state_limits_test, retained_messages_beyond_the_maximum_are_not_stored) {
         got.insert(later->expect<mqtt::publish>().payload);
     }
     EXPECT_EQ(got, (std::set<std::string>{"one again", "two"}));
-    EXPECT_FALSE(later->next(200ms).has_value()) << "r/3 and r/4 were never retained";
+    auto extra = later->next(200ms);
+    const auto* extra_publish = extra ? std::get_if<mqtt::publish>(&*extra) : nullptr;
+    EXPECT_FALSE(extra.has_value())
+        << "r/3 and r/4 were never retained; got "
+        << (extra_publish ? extra_publish->topic + " '" + extra_publish->payload +
+                                "' retain=" + std::to_string(extra_publish->retain)
+                          : std::string("another packet"));
 }
 
 TEST_F(state_limits_test, a_topic_deeper_than_the_maximum_is_dropped_and_counted) {
