@@ -956,6 +956,7 @@ void daemon::stop() {
     if (p.io) {
         p.io->stop();
     }
+    p.integrations.reset();  // before the node: it holds the node's router matcher
     p.node.reset();
     p.counters.reset();  // after every consumer that charges it stopped
     if (p.log) {

@@ -28,6 +28,9 @@ void integration_service::start() {
 }
 
 void integration_service::stop() {
+    if (stopped_.exchange(true)) {
+        return;  // the destructor after an explicit stop(): the matcher may be gone by now
+    }
     if (refresh_thread_.joinable()) {
         refresh_thread_.request_stop();
         refresh_thread_.join();

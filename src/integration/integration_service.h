@@ -12,7 +12,8 @@
 // answer leaves everything as it was and is retried at the next period.
 //
 // Lifecycle: start() after the log and store are up, stop() before the broker core is
-// destroyed (it clears the matcher). Concurrency: every public method any thread.
+// destroyed (it clears the matcher); a second stop() (the destructor's) does nothing. Concurrency:
+// every public method any thread.
 
 #include "broker/topics.h"
 #include "metrics/integration_probe.h"
@@ -25,6 +26,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -96,6 +98,7 @@ class integration_service {
     std::thread io_thread_;
     std::jthread refresh_thread_;
 
+    std::atomic<bool> stopped_{false};
     mutable std::mutex mutex_;
     std::condition_variable_any wake_;
     bool wake_requested_ = false;
