@@ -20,9 +20,26 @@
 
 namespace starling {
 
+// Where an entry was read from in the message log. The inbox keeps, per client and log, the
+// position of the last entry it took, and skips an entry at or before it: a batch that is read
+// again after a partial failure (the consumer rewinds to its last commit), or after a crash, is
+// stored once, not once per try. During a long store outage a retried batch would otherwise
+// pile copies into the inbox until its trim pushed real messages out.
+//
+// An entry is a repeat only if both its offset and its timestamp are at or before the stored
+// ones: a log recreated under the same name starts again at offset 0 with newer timestamps,
+// and those entries are stored (a producer clock running behind can let a true repeat through:
+// a duplicate, which QoS 1 allows; never a loss).
+struct log_position {
+    std::string log;  // "<topic>/<partition>"; empty: not from the log, never skipped
+    std::int64_t offset = -1;
+    std::int64_t timestamp_ms = 0;
+};
+
 struct inbox_entry {
     std::string record;              // opaque serialized message (the broker's format)
     std::int64_t expires_at_ms = 0;  // absolute, ms since epoch; 0: the adapter's default TTL
+    log_position from;
 };
 
 struct inbox_message {
@@ -45,12 +62,13 @@ class device_inbox {
 
     virtual ~device_inbox() = default;
 
-    // Appends a batch in order; returns the packet ids assigned, one per entry. Trims the
-    // oldest messages past max_messages (the caller counts them as dropped: the returned
-    // `trimmed` count).
+    // Appends a batch in order; returns the packet ids assigned, one per entry (0 for an entry
+    // skipped as a repeat of its log position, counted in `repeats`). Trims the oldest messages
+    // past max_messages (the caller counts them as dropped: the returned `trimmed` count).
     struct append_result {
         std::vector<std::uint16_t> packet_ids;
         std::uint32_t trimmed = 0;
+        std::uint32_t repeats = 0;
     };
     virtual void append(const std::string& client_id, std::vector<inbox_entry> batch,
                         callback<append_result> done) = 0;
@@ -72,7 +90,8 @@ class device_inbox {
     virtual void mark_pubrel(const std::string& client_id, std::uint16_t packet_id,
                              done_callback done) = 0;
 
-    // Clean start / session end: every message and the packet-id counter are gone.
+    // Clean start / session end: every message, the packet-id counter and the log positions
+    // are gone.
     virtual void clear(const std::string& client_id, done_callback done) = 0;
 
     virtual bool healthy() const = 0;

@@ -256,7 +256,12 @@ bool persisted_consumer::write_batch(std::vector<log_record>& records) {
         if (pm.msg().has_properties() && pm.msg().properties().has_expires_at_ms()) {
             expires = pm.msg().properties().expires_at_ms();
         }
-        by_client[rec.key].push_back(inbox_entry{std::move(rec.value), expires});
+        // The log position lets the inbox skip this copy when the batch is read again (a
+        // retry after another client's append failed, or a restart before the commit).
+        by_client[rec.key].push_back(
+            inbox_entry{std::move(rec.value), expires,
+                        log_position{fmt::format("{}/{}", rec.topic, rec.partition), rec.offset,
+                                     rec.timestamp_ms}});
     }
     ack_join join(by_client.size());
     std::mutex appended_mutex;
@@ -265,6 +270,12 @@ bool persisted_consumer::write_batch(std::vector<log_record>& records) {
         core_.inbox().append(client_id, std::move(entries),
                              [&, id = client_id](result<device_inbox::append_result> r) {
                                  if (r) {
+                                     if (r.value().repeats != 0) {
+                                         spdlog::debug(
+                                             "{}: {} copies for {} were in its inbox "
+                                             "already",
+                                             opts_.topic, r.value().repeats, id);
+                                     }
                                      if (r.value().trimmed != 0) {
                                          // The trimmed messages were the oldest ones, of
                                          // whatever topics: only the client is known.

@@ -2,7 +2,7 @@
 through the sentinels and follow a failover. With redis.wait.replicas = 1 an inbox write counts
 only once the replica has it, so killing the master mid-stream loses nothing acknowledged: every
 QoS 1 message published (PUBACKed) for an offline persistent DEVICE session reaches it after the
-replica was promoted.
+replica was promoted and the failed master came back as its replica.
 
 Needs the test services (Kafka, PostgreSQL) and redis-server / redis-cli; the master, replica
 and sentinel are the test's own processes."""
@@ -14,7 +14,7 @@ import pytest
 
 from starling_it.brokers import free_port
 from starling_it.cluster import cluster_env, new_prefix, requires_services
-from starling_it.private_redis import PrivateSentinelGroup
+from starling_it.private_redis import PrivateSentinelGroup, redis_cli
 from test_cluster_kafka import get_json
 from test_hostile_connections import wait_for
 from test_cluster_persistence import offline_device_session, resume_and_receive_all
@@ -52,7 +52,8 @@ def sentinel_env(group: PrivateSentinelGroup, **extra: str) -> dict[str, str]:
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_master_killed_mid_stream_loses_nothing(broker_factory, raw_client, uid, sentinel_group):
-    node = broker_factory(env=cluster_env(new_prefix(), "node-a",
+    prefix = new_prefix()
+    node = broker_factory(env=cluster_env(prefix, "node-a",
                                           **sentinel_env(sentinel_group, REDIS_WAIT_REPLICAS="1")))
     assert f"redis.sentinel: master \"{sentinel_group.name}\"" in node.log_text()
     topic = f"ps/{uid}/data"
@@ -69,6 +70,27 @@ def test_master_killed_mid_stream_loses_nothing(broker_factory, raw_client, uid,
         lambda: sentinel_group.master_port() == sentinel_group.replica.port,
         "the sentinel never promoted the replica", timeout=60)
     assert sentinel_group.master_port() != old_master
+    # The promoted master has no replica, so with redis.wait.replicas = 1 no inbox write can
+    # count as stored: the batch is read again from Kafka and retried, never committed. Each try
+    # writes the copies before its WAIT falls short; the tries after the first must find them
+    # there (their Kafka position) and not write them again.
+    def inbox_size() -> int:
+        return int(redis_cli(sentinel_group.replica.port, "ZCARD",
+                             f"{prefix}:{{{uid}}}_messages") or 0)
+
+    wait_for(lambda: inbox_size() >= total, timeout=60,
+             what=f"all {total} copies written to the promoted master")
+    not_replicated = "0 of 1 replicas acknowledged a write"
+    seen = node.log_text().count(not_replicated)
+    wait_for(lambda: node.log_text().count(not_replicated) >= seen + 3, timeout=60,
+             what="three more retried writes on the promoted master")
+    assert inbox_size() == total, "a retried batch wrote its copies again"
+    # The failed master comes back; the sentinel turns it into the new master's replica.
+    sentinel_group.master.start()
+    sentinel_group.wait_until(
+        lambda: "connected_slaves:1" in redis_cli(sentinel_group.replica.port, "INFO",
+                                                  "replication"),
+        "the old master never came back as a replica", timeout=60)
 
     resume_and_receive_all(node, raw_client, uid, total, timeout=120)
     # The node followed the failover to the promoted replica.

@@ -3,15 +3,17 @@
 #include "adapters/embedded/sqlite_error.h"
 
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <utility>
 
 namespace starling::adapters::embedded {
 
 namespace {
 
-constexpr std::int64_t schema_version = 1;
+constexpr std::int64_t schema_version = 2;
 
-constexpr const char* schema_ddl =
+constexpr const char* schema_v1_ddl =
     "CREATE TABLE inbox_client ("
     " client_id TEXT NOT NULL PRIMARY KEY,"
     " last_packet_id INTEGER NOT NULL,"
@@ -24,22 +26,37 @@ constexpr const char* schema_ddl =
     " expires_at_ms INTEGER NOT NULL,"
     " record BLOB NOT NULL);"
     "CREATE INDEX inbox_message_client ON inbox_message (client_id);"
-    "CREATE UNIQUE INDEX inbox_message_packet_id ON inbox_message (client_id, packet_id);"
-    "PRAGMA user_version = 1;";
+    "CREATE UNIQUE INDEX inbox_message_packet_id ON inbox_message (client_id, packet_id);";
 
+// Version 2: the last log position taken per client and log (device_inbox.h, log_position).
+constexpr const char* schema_v2_ddl =
+    "CREATE TABLE inbox_log_position ("
+    " client_id TEXT NOT NULL,"
+    " log TEXT NOT NULL,"
+    " log_offset INTEGER NOT NULL,"
+    " timestamp_ms INTEGER NOT NULL,"
+    " PRIMARY KEY (client_id, log)) WITHOUT ROWID;"
+    "PRAGMA user_version = 2;";
+
+// A new file gets every version's DDL; a version 1 file (an earlier release) gets the rest.
 status create_schema(sqlite_db& db) {
     const std::int64_t version = db.pragma_int("user_version");
     if (version == schema_version) {
         return {};
     }
-    if (version != 0) {
+    if (version > schema_version) {
         return make_error_code(store_errc::schema_too_new);
     }
     auto tx = sqlite_transaction::begin(db);
     if (!tx) {
         return tx.error();
     }
-    if (auto st = db.exec(schema_ddl); !st) {
+    if (version == 0) {
+        if (auto st = db.exec(schema_v1_ddl); !st) {
+            return st;
+        }
+    }
+    if (auto st = db.exec(schema_v2_ddl); !st) {
         return st;
     }
     return tx->commit();
@@ -86,6 +103,77 @@ status write_client(sqlite_db& db, const std::string& client_id, const client_ro
         .bind(2, std::int64_t{row.last_packet_id})
         .bind(3, row.message_count)
         .run();
+}
+
+struct stored_position {
+    std::int64_t offset = 0;
+    std::int64_t timestamp_ms = 0;
+};
+
+// Which entries of the batch are new (not repeats of a stored log position), and each log's
+// position after the batch: its last new entry's.
+result<std::vector<bool>> find_new_entries(sqlite_db& db, const std::string& client_id,
+                                           const std::vector<inbox_entry>& batch,
+                                           std::map<std::string, stored_position>& newest) {
+    std::map<std::string, std::optional<stored_position>> stored;
+    auto select = db.prepare(
+        "SELECT log_offset, timestamp_ms FROM inbox_log_position WHERE client_id = ? AND log = ?");
+    if (!select) {
+        return select.error();
+    }
+    std::vector<bool> fresh(batch.size(), true);
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+        const log_position& from = batch[i].from;
+        if (from.log.empty()) {
+            continue;
+        }
+        auto it = stored.find(from.log);
+        if (it == stored.end()) {
+            select->bind(1, client_id).bind(2, from.log);
+            auto row = select->step();
+            if (!row) {
+                return row.error();
+            }
+            std::optional<stored_position> position;
+            if (*row) {
+                position = stored_position{select->column_int64(0), select->column_int64(1)};
+            }
+            select->reset();
+            it = stored.emplace(from.log, position).first;
+        }
+        if (it->second && from.offset <= it->second->offset &&
+            from.timestamp_ms <= it->second->timestamp_ms) {
+            fresh[i] = false;
+        } else {
+            newest[from.log] = stored_position{from.offset, from.timestamp_ms};
+        }
+    }
+    return fresh;
+}
+
+status write_positions(sqlite_db& db, const std::string& client_id,
+                       const std::map<std::string, stored_position>& newest) {
+    if (newest.empty()) {
+        return {};
+    }
+    auto upsert = db.prepare(
+        "INSERT INTO inbox_log_position (client_id, log, log_offset, timestamp_ms)"
+        " VALUES (?, ?, ?, ?) ON CONFLICT (client_id, log) DO UPDATE SET"
+        " log_offset = excluded.log_offset, timestamp_ms = excluded.timestamp_ms");
+    if (!upsert) {
+        return upsert.error();
+    }
+    for (const auto& [log, position] : newest) {
+        upsert->bind(1, client_id)
+            .bind(2, log)
+            .bind(3, position.offset)
+            .bind(4, position.timestamp_ms);
+        if (auto st = upsert->run(); !st) {
+            return st;
+        }
+        upsert->reset();
+    }
+    return {};
 }
 
 status adjust_count(sqlite_db& db, const std::string& client_id, std::int64_t delta) {
@@ -156,7 +244,6 @@ result<device_inbox::append_result> embedded_device_inbox::do_append(
     }
     const std::int64_t now = clock_.epoch_ms();
     const auto max = static_cast<std::int64_t>(options_.settings.max_messages);
-    const auto n = static_cast<std::int64_t>(batch.size());
 
     auto tx = sqlite_transaction::begin(db);
     if (!tx) {
@@ -166,6 +253,12 @@ result<device_inbox::append_result> embedded_device_inbox::do_append(
     if (!client) {
         return client.error();
     }
+    std::map<std::string, stored_position> newest;
+    auto fresh = find_new_entries(db, client_id, batch, newest);
+    if (!fresh) {
+        return fresh.error();
+    }
+    const auto n = static_cast<std::int64_t>(std::count(fresh->begin(), fresh->end(), true));
 
     // Make room before inserting, so at every insert fewer than max <= 65535 messages hold an
     // id and the id search below always finds a free one.
@@ -193,13 +286,19 @@ result<device_inbox::append_result> embedded_device_inbox::do_append(
     }
     out.packet_ids.reserve(batch.size());
     std::uint16_t id = client->last_packet_id;
-    for (std::int64_t i = 0; i < n; ++i) {
+    std::int64_t new_entries = 0;  // of the batch so far
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+        if (!(*fresh)[i]) {
+            out.packet_ids.push_back(0);  // a repeat of its log position: not stored again
+            ++out.repeats;
+            continue;
+        }
         id = next_packet_id(id);
-        if (i < trim_batch) {
+        if (new_entries++ < trim_batch) {
             out.packet_ids.push_back(id);  // assigned, then trimmed with the batch's head
             continue;
         }
-        const auto& entry = batch[static_cast<std::size_t>(i)];
+        const auto& entry = batch[i];
         const std::int64_t expires =
             entry.expires_at_ms != 0 ? entry.expires_at_ms : now + options_.settings.default_ttl_ms;
         for (;;) {
@@ -222,6 +321,9 @@ result<device_inbox::append_result> embedded_device_inbox::do_append(
     }
     client->last_packet_id = id;
     if (auto st = write_client(db, client_id, *client); !st) {
+        return st.error();
+    }
+    if (auto st = write_positions(db, client_id, newest); !st) {
         return st.error();
     }
     if (auto st = tx->commit(); !st) {
@@ -357,7 +459,8 @@ void embedded_device_inbox::clear(const std::string& client_id, done_callback do
             return tx.error();
         }
         for (const char* sql : {"DELETE FROM inbox_message WHERE client_id = ?",
-                                "DELETE FROM inbox_client WHERE client_id = ?"}) {
+                                "DELETE FROM inbox_client WHERE client_id = ?",
+                                "DELETE FROM inbox_log_position WHERE client_id = ?"}) {
             auto stmt = db.prepare(sql);
             if (!stmt) {
                 return stmt.error();

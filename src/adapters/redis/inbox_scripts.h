@@ -10,6 +10,9 @@
 //                                          PXAT expires_at_ms (the message expires in Redis
 //                                          even if no read ever comes)
 //   P{clientId}_last_packet_id      STRING last packet id assigned (1..65535), no TTL
+//   P{clientId}_log_positions       HASH   field = "<topic>/<partition>", value =
+//                                          "<offset>:<timestamp_ms>" of the last entry taken
+//                                          from that log (repeats are skipped), no TTL
 // The {clientId} hash tag keeps a client's keys in one Redis Cluster slot. Message keys are
 // derived inside the scripts from KEYS[1] (as TBMQ does): same slot by the hash tag.
 //
@@ -26,25 +29,54 @@ namespace starling::adapters::redis {
 enum class inbox_script { append = 0, read, remove, mark_pubrel, clear };
 inline constexpr std::size_t inbox_script_count = 5;
 
-// KEYS: messages, last_packet_id. ARGV: now_ms, max_messages, then (expires_at_ms, record) per
-// entry. Returns {trimmed, id1, id2, ...}.
+// KEYS: messages, last_packet_id, log_positions. ARGV: now_ms, max_messages, then
+// (expires_at_ms, log, offset, timestamp_ms, record) per entry. Returns {trimmed, id1, id2, ...}.
+//   * an entry whose log position is at or before the one stored for its log (offset and
+//     timestamp both) is a repeat: id 0, nothing stored (device_inbox.h, log_position);
 //   * entries already expired (expires_at_ms <= now) get an id but are never stored;
 //   * of the rest, only the newest max_messages are stored (the head of an oversized batch
 //     gets ids and counts as trimmed); existing messages are trimmed oldest-first to make
 //     room, and each one whose key still existed counts as trimmed;
 //   * ids continue from last_packet_id, 65535 wraps to 1, and an id whose message key still
-//     exists is skipped (MQTT forbids two in-flight messages with one id; TBMQ overwrote it).
+//     exists is skipped (MQTT forbids two in-flight messages with one id; TBMQ overwrote it);
+//   * each log's position becomes its last new entry's "offset:timestamp".
 inline constexpr std::string_view append_script = R"lua(
 local index = KEYS[1]
 local now = tonumber(ARGV[1])
 local limit = tonumber(ARGV[2])
-local n = (#ARGV - 2) / 2
+local n = (#ARGV - 2) / 5
 if n == 0 then
   return {0}
 end
+local stored = {}
+local newest = {}
+local fresh = {}
+for i = 1, n do
+  local b = 2 + 5 * (i - 1)
+  local log = ARGV[b + 2]
+  fresh[i] = true
+  if log ~= '' then
+    if stored[log] == nil then
+      stored[log] = false
+      local v = redis.call('HGET', KEYS[3], log)
+      if v then
+        local o, t = string.match(v, '^(-?%d+):(-?%d+)$')
+        if o then
+          stored[log] = {tonumber(o), tonumber(t)}
+        end
+      end
+    end
+    local s = stored[log]
+    if s and tonumber(ARGV[b + 3]) <= s[1] and tonumber(ARGV[b + 4]) <= s[2] then
+      fresh[i] = false
+    else
+      newest[log] = ARGV[b + 3] .. ':' .. ARGV[b + 4]
+    end
+  end
+end
 local live = 0
 for i = 1, n do
-  if tonumber(ARGV[1 + 2 * i]) > now then
+  if fresh[i] and tonumber(ARGV[3 + 5 * (i - 1)]) > now then
     live = live + 1
   end
 end
@@ -70,30 +102,38 @@ end
 local out = {trimmed}
 local seen = 0
 for i = 1, n do
-  local id = last
-  local tries = 0
-  repeat
-    id = id % 65535 + 1
-    tries = tries + 1
-    if tries > 65535 then
-      return redis.error_reply('no free packet id')
+  if not fresh[i] then
+    out[#out + 1] = 0
+  else
+    local id = last
+    local tries = 0
+    repeat
+      id = id % 65535 + 1
+      tries = tries + 1
+      if tries > 65535 then
+        return redis.error_reply('no free packet id')
+      end
+    until redis.call('EXISTS', index .. '_' .. id) == 0
+    last = id
+    local b = 2 + 5 * (i - 1)
+    local expires = ARGV[b + 1]
+    if tonumber(expires) > now then
+      seen = seen + 1
+      if seen > skip then
+        local key = index .. '_' .. id
+        score = score + 1
+        redis.call('SET', key, '0|' .. expires .. '|' .. ARGV[b + 5], 'PXAT',
+                   string.format('%.0f', tonumber(expires) + 60000))
+        redis.call('ZADD', index, score, key)
+      end
     end
-  until redis.call('EXISTS', index .. '_' .. id) == 0
-  last = id
-  local expires = ARGV[1 + 2 * i]
-  if tonumber(expires) > now then
-    seen = seen + 1
-    if seen > skip then
-      local key = index .. '_' .. id
-      score = score + 1
-      redis.call('SET', key, '0|' .. expires .. '|' .. ARGV[2 + 2 * i], 'PXAT',
-                 string.format('%.0f', tonumber(expires) + 60000))
-      redis.call('ZADD', index, score, key)
-    end
+    out[#out + 1] = id
   end
-  out[#out + 1] = id
 end
 redis.call('SET', KEYS[2], last)
+for log, position in pairs(newest) do
+  redis.call('HSET', KEYS[3], log, position)
+end
 return out
 )lua";
 
@@ -161,13 +201,14 @@ end
 return 1
 )lua";
 
-// KEYS: messages, last_packet_id. Clean start: every message key, the index and the counter.
+// KEYS: messages, last_packet_id, log_positions. Clean start: every message key, the index,
+// the counter and the log positions.
 inline constexpr std::string_view clear_script = R"lua(
 local members = redis.call('ZRANGE', KEYS[1], 0, -1)
 for _, key in ipairs(members) do
   redis.call('DEL', key)
 end
-redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
 return 1
 )lua";
 

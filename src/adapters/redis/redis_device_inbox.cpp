@@ -454,6 +454,10 @@ std::string redis_device_inbox::last_packet_id_key(const std::string& client_id)
     return hash_tagged(config_.key_prefix, client_id, "_last_packet_id");
 }
 
+std::string redis_device_inbox::log_positions_key(const std::string& client_id) const {
+    return hash_tagged(config_.key_prefix, client_id, "_log_positions");
+}
+
 std::string redis_device_inbox::message_key(const std::string& client_id,
                                             std::uint16_t packet_id) const {
     return messages_key(client_id) + "_" + std::to_string(packet_id);
@@ -478,23 +482,30 @@ void redis_device_inbox::append(const std::string& client_id, std::vector<inbox_
            [this, client_id, batch = std::move(batch)](worker& w) -> result<append_result> {
                const std::int64_t now = clock_.epoch_ms();
                const std::int64_t default_expiry = now + config_.default_ttl.count();
-               std::vector<std::string> expiries;
-               expiries.reserve(batch.size());
+               // Three numbers per entry as text: expiry, log offset, log timestamp.
+               std::vector<std::string> numbers;
+               numbers.reserve(3 * batch.size());
                for (const auto& entry : batch) {
-                   expiries.push_back(std::to_string(
+                   numbers.push_back(std::to_string(
                        entry.expires_at_ms == 0 ? default_expiry : entry.expires_at_ms));
+                   numbers.push_back(std::to_string(entry.from.offset));
+                   numbers.push_back(std::to_string(entry.from.timestamp_ms));
                }
                const auto now_text = std::to_string(now);
                const auto limit_text = std::to_string(config_.max_messages);
                std::vector<std::string_view> args{now_text, limit_text};
-               args.reserve(2 + 2 * batch.size());
+               args.reserve(2 + 5 * batch.size());
                for (std::size_t i = 0; i < batch.size(); ++i) {
-                   args.emplace_back(expiries[i]);
+                   args.emplace_back(numbers[3 * i]);
+                   args.emplace_back(batch[i].from.log);
+                   args.emplace_back(numbers[3 * i + 1]);
+                   args.emplace_back(numbers[3 * i + 2]);
                    args.emplace_back(batch[i].record);
                }
                const auto messages = messages_key(client_id);
                const auto counter = last_packet_id_key(client_id);
-               const std::string_view keys[] = {messages, counter};
+               const auto positions = log_positions_key(client_id);
+               const std::string_view keys[] = {messages, counter, positions};
                auto reply = w.eval(inbox_script::append, keys, args);
                if (!reply) {
                    return reply.error();
@@ -511,13 +522,14 @@ void redis_device_inbox::append(const std::string& client_id, std::vector<inbox_
                for (std::size_t i = 0; i < r.elements; ++i) {
                    const redisReply& e = *r.element[i];
                    if (e.type != REDIS_REPLY_INTEGER || e.integer < 0 ||
-                       (i > 0 && (e.integer < 1 || e.integer > 65535))) {
+                       (i > 0 && e.integer > 65535)) {
                        return make_error_code(redis_errc::bad_reply);
                    }
                    if (i == 0) {
                        out.trimmed = static_cast<std::uint32_t>(e.integer);
                    } else {
                        out.packet_ids.push_back(static_cast<std::uint16_t>(e.integer));
+                       out.repeats += e.integer == 0 ? 1 : 0;  // id 0: a repeat, not stored
                    }
                }
                return out;
@@ -609,7 +621,8 @@ void redis_device_inbox::clear(const std::string& client_id, done_callback done)
     submit(worker_for(client_id), std::move(done), [this, client_id](worker& w) {
         const auto messages = messages_key(client_id);
         const auto counter = last_packet_id_key(client_id);
-        const std::string_view keys[] = {messages, counter};
+        const auto positions = log_positions_key(client_id);
+        const std::string_view keys[] = {messages, counter, positions};
         return run_simple(w, inbox_script::clear, keys, std::span<const std::string_view>{});
     });
 }

@@ -96,6 +96,7 @@ class redis_device_inbox final : public device_inbox {
     // The Redis key names of a client (with the prefix), for tools and tests.
     std::string messages_key(const std::string& client_id) const;
     std::string last_packet_id_key(const std::string& client_id) const;
+    std::string log_positions_key(const std::string& client_id) const;
     std::string message_key(const std::string& client_id, std::uint16_t packet_id) const;
 
     // How many times a NOSCRIPT reply made a worker load a script again.

@@ -1,6 +1,8 @@
 #include "contract/device_inbox/device_inbox_contract.h"
 
+#include <algorithm>
 #include <chrono>
+#include <random>
 
 namespace starling::testing {
 
@@ -296,5 +298,113 @@ TEST_P(device_inbox_contract, order_is_oldest_first_after_mixed_operations) {
 }
 
 TEST_P(device_inbox_contract, is_healthy_when_open) { EXPECT_TRUE(inbox_->healthy()); }
+
+namespace {
+
+// Entry "r<offset>" read from `log` at `offset`, its timestamp 1000 + offset + `epoch`.
+inbox_entry log_entry(const std::string& log, std::int64_t offset, std::int64_t epoch = 0) {
+    return inbox_entry{"r" + std::to_string(offset), 0,
+                       log_position{log, offset, 1000 + offset + epoch}};
+}
+
+std::vector<inbox_entry> log_entries(const std::string& log, std::int64_t first, std::int64_t end,
+                                     std::int64_t epoch = 0) {
+    std::vector<inbox_entry> batch;
+    for (std::int64_t o = first; o < end; ++o) {
+        batch.push_back(log_entry(log, o, epoch));
+    }
+    return batch;
+}
+
+}  // namespace
+
+TEST_P(device_inbox_contract, an_entry_read_again_from_its_log_is_stored_once) {
+    auto first = append("c1", log_entries("t/0", 0, 4));
+    ASSERT_TRUE(first) << first.error().message();
+    EXPECT_EQ(first->packet_ids, (ids{1, 2, 3, 4}));
+    EXPECT_EQ(first->repeats, 0u);
+    // The batch read again from offset 2, with two entries more: only those are new.
+    auto again = append("c1", log_entries("t/0", 2, 6));
+    ASSERT_TRUE(again) << again.error().message();
+    EXPECT_EQ(again->packet_ids, (ids{0, 0, 5, 6}));
+    EXPECT_EQ(again->repeats, 2u);
+    EXPECT_EQ(again->trimmed, 0u);
+    auto pending = read("c1");
+    ASSERT_TRUE(pending);
+    std::vector<std::string> records;
+    for (const auto& m : *pending) {
+        records.push_back(m.record);
+    }
+    EXPECT_EQ(records, (std::vector<std::string>{"r0", "r1", "r2", "r3", "r4", "r5"}));
+    // A batch of repeats only changes nothing.
+    auto repeats = append("c1", log_entries("t/0", 0, 6));
+    ASSERT_TRUE(repeats);
+    EXPECT_EQ(repeats->repeats, 6u);
+    EXPECT_EQ(pending_ids("c1"), (ids{1, 2, 3, 4, 5, 6}));
+    EXPECT_EQ(append_n("c1", 1), (ids{7})) << "a repeat takes no packet id";
+}
+
+TEST_P(device_inbox_contract, log_positions_are_per_client_and_per_log) {
+    EXPECT_EQ(append("a", log_entries("t/0", 0, 3))->packet_ids, (ids{1, 2, 3}));
+    // The same offsets of another partition, and the same position for another client.
+    EXPECT_EQ(append("a", log_entries("t/1", 0, 2))->packet_ids, (ids{4, 5}));
+    EXPECT_EQ(append("b", log_entries("t/0", 0, 3))->packet_ids, (ids{1, 2, 3}));
+    EXPECT_EQ(append("a", log_entries("t/0", 2, 4))->packet_ids, (ids{0, 6}));
+    EXPECT_EQ(append("a", log_entries("t/1", 1, 3))->packet_ids, (ids{0, 7}));
+}
+
+TEST_P(device_inbox_contract, entries_not_from_the_log_are_never_repeats) {
+    EXPECT_EQ(append_n("c1", 2), (ids{1, 2}));
+    EXPECT_EQ(append_n("c1", 2), (ids{3, 4}));
+    EXPECT_EQ(pending_ids("c1").size(), 4u);
+}
+
+TEST_P(device_inbox_contract, a_log_recreated_under_its_name_is_stored_from_offset_zero) {
+    EXPECT_EQ(append("c1", log_entries("t/0", 0, 5))->packet_ids, (ids{1, 2, 3, 4, 5}));
+    // Offsets start again, with later timestamps: new entries, not repeats.
+    auto recreated = append("c1", log_entries("t/0", 0, 2, /*epoch=*/60000));
+    ASSERT_TRUE(recreated) << recreated.error().message();
+    EXPECT_EQ(recreated->packet_ids, (ids{6, 7}));
+    // And the recreated log's own repeats are recognised.
+    EXPECT_EQ(append("c1", log_entries("t/0", 1, 3, 60000))->packet_ids, (ids{0, 8}));
+}
+
+TEST_P(device_inbox_contract, clear_forgets_the_log_positions) {
+    EXPECT_EQ(append("c1", log_entries("t/0", 0, 3))->packet_ids, (ids{1, 2, 3}));
+    ASSERT_TRUE(clear("c1"));
+    EXPECT_EQ(append("c1", log_entries("t/0", 0, 3))->packet_ids, (ids{1, 2, 3}));
+    EXPECT_EQ(pending_ids("c1"), (ids{1, 2, 3}));
+}
+
+// Model: a consumer reads a log from its last commit, appends what it read and commits only
+// now and then (a failed write elsewhere in its batch, or a crash, makes it read again from the
+// commit). However the tries overlap, the inbox holds every entry read once, in log order.
+TEST_P(device_inbox_contract, retried_batches_leave_each_log_entry_once_in_order) {
+    for (unsigned seed = 1; seed <= 20; ++seed) {
+        SCOPED_TRACE("seed " + std::to_string(seed));
+        std::mt19937 rng(seed);
+        const std::string client = "model" + std::to_string(seed);
+        constexpr std::int64_t total = 60;
+        std::int64_t committed = 0;
+        std::int64_t read_to = 0;
+        while (read_to < total) {
+            const std::int64_t end = std::min<std::int64_t>(
+                total, committed + 1 + static_cast<std::int64_t>(rng() % 12));
+            auto r = append(client, log_entries("t/3", committed, end));
+            ASSERT_TRUE(r) << r.error().message();
+            read_to = std::max(read_to, end);
+            if (rng() % 3 == 0) {
+                committed = end;
+            }
+        }
+        auto pending = read(client);
+        ASSERT_TRUE(pending) << pending.error().message();
+        ASSERT_EQ(pending->size(), static_cast<std::size_t>(total));
+        for (std::int64_t o = 0; o < total; ++o) {
+            EXPECT_EQ((*pending)[static_cast<std::size_t>(o)].record, "r" + std::to_string(o));
+            EXPECT_EQ((*pending)[static_cast<std::size_t>(o)].packet_id, o + 1);
+        }
+    }
+}
 
 }  // namespace starling::testing

@@ -4,6 +4,7 @@
 #include "adapters/embedded/device_inbox.h"
 
 #include "contract/device_inbox/device_inbox_embedded_factory.h"
+#include <sqlite3.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -66,6 +67,46 @@ TEST(embedded_device_inbox, reopen_finds_messages_markers_and_counter) {
     auto next = append(*inbox, "c2", {{"y", 0}});
     ASSERT_TRUE(next);
     EXPECT_EQ(next->packet_ids, (ids{2}));
+}
+
+// A data directory written by the first schema (before log positions) opens as the current
+// one: its messages and counter stay, and log positions work from then on.
+TEST(embedded_device_inbox, a_version_1_file_is_upgraded_in_place) {
+    manual_clock clk;
+    temp_dir dir;
+    {
+        sqlite3* db = nullptr;
+        ASSERT_EQ(sqlite3_open((dir.path() / "device_inbox.db").c_str(), &db), SQLITE_OK);
+        const char* v1 =
+            "CREATE TABLE inbox_client (client_id TEXT NOT NULL PRIMARY KEY,"
+            " last_packet_id INTEGER NOT NULL, message_count INTEGER NOT NULL) WITHOUT ROWID;"
+            "CREATE TABLE inbox_message (seq INTEGER PRIMARY KEY, client_id TEXT NOT NULL,"
+            " packet_id INTEGER NOT NULL, pubrel INTEGER NOT NULL,"
+            " expires_at_ms INTEGER NOT NULL, record BLOB NOT NULL);"
+            "CREATE INDEX inbox_message_client ON inbox_message (client_id);"
+            "CREATE UNIQUE INDEX inbox_message_packet_id ON inbox_message (client_id, packet_id);"
+            "INSERT INTO inbox_client VALUES ('c1', 7, 1);"
+            "INSERT INTO inbox_message VALUES (1, 'c1', 7, 0, 9999999999999, 'old');"
+            "PRAGMA user_version = 1;";
+        ASSERT_EQ(sqlite3_exec(db, v1, nullptr, nullptr, nullptr), SQLITE_OK);
+        sqlite3_close(db);
+    }
+    auto inbox = open_inbox(dir.path(), clk);
+    ASSERT_TRUE(inbox);
+    const auto from_log = [](std::int64_t offset) {
+        return inbox_entry{"new", 0, log_position{"t/0", offset, 1000 + offset}};
+    };
+    auto first = append(*inbox, "c1", {from_log(0)});
+    ASSERT_TRUE(first) << first.error().message();
+    EXPECT_EQ(first->packet_ids, (ids{8}));
+    auto repeat = append(*inbox, "c1", {from_log(0)});
+    ASSERT_TRUE(repeat) << repeat.error().message();
+    EXPECT_EQ(repeat->packet_ids, (ids{0}));
+    auto pending = read_all(*inbox, "c1");
+    ASSERT_TRUE(pending);
+    ASSERT_EQ(pending->size(), 2u);
+    EXPECT_EQ((*pending)[0].record, "old");
+    EXPECT_EQ((*pending)[1].record, "new");
 }
 
 // What an append's callback reported survives SIGKILL of the process right after it: the child

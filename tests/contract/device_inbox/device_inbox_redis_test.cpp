@@ -218,9 +218,13 @@ class redis_device_inbox_test : public ::testing::Test {
 
 TEST_F(redis_device_inbox_test, uses_tbmq_key_layout_with_hash_tags) {
     auto& inbox = open();
-    ASSERT_TRUE(append(inbox, "dev-1", {{"a", 0}, {"b", 0}}));
+    ASSERT_TRUE(
+        append(inbox, "dev-1", {{"a", 0}, {"b", 0, log_position{"msg.persisted/3", 41, 7}}}));
     EXPECT_EQ(inbox.messages_key("dev-1"), prefix_ + "{dev-1}_messages");
     EXPECT_EQ(inbox.last_packet_id_key("dev-1"), prefix_ + "{dev-1}_last_packet_id");
+    EXPECT_EQ(inbox.log_positions_key("dev-1"), prefix_ + "{dev-1}_log_positions");
+    EXPECT_EQ(string_command(*conn_, {"HGET", inbox.log_positions_key("dev-1"), "msg.persisted/3"}),
+              "41:7");
     EXPECT_EQ(inbox.message_key("dev-1", 2), prefix_ + "{dev-1}_messages_2");
 
     const auto index = inbox.messages_key("dev-1");
@@ -236,7 +240,8 @@ TEST_F(redis_device_inbox_test, uses_tbmq_key_layout_with_hash_tags) {
     ASSERT_TRUE(clear(inbox, "dev-1"));
     EXPECT_EQ(
         integer_command(*conn_, {"EXISTS", index, inbox.last_packet_id_key("dev-1"),
-                                 inbox.message_key("dev-1", 1), inbox.message_key("dev-1", 2)}),
+                                 inbox.log_positions_key("dev-1"), inbox.message_key("dev-1", 1),
+                                 inbox.message_key("dev-1", 2)}),
         0);
 }
 
