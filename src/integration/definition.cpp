@@ -3,11 +3,14 @@
 #include "mqtt/reason_code.h"
 #include "mqtt/topic.h"
 
+#include <librdkafka/rdkafka.h>
 #include <nlohmann/json.hpp>
 #include <openssl/evp.h>
 
 #include <algorithm>
 #include <cctype>
+#include <memory>
+#include <optional>
 
 namespace starling::integration {
 namespace {
@@ -120,39 +123,11 @@ std::variant<http_target, std::string> http_of(const json& client) {
             return cw + "type: anonymous, basic or bearer";
         }
     }
-    std::string format = "JSON";
-    if (!read_string(client, "payloadContentType", format, where, error)) {
-        return error;
-    }
-    if (format == "JSON") {
-        t.payload = payload_format::json;
-    } else if (format == "TEXT") {
-        t.payload = payload_format::text;
-    } else if (format == "BINARY") {
-        t.payload = payload_format::binary;
-    } else {
-        return where + "payloadContentType: JSON, TEXT or BINARY";
-    }
     std::int64_t timeout = t.request_timeout.count();
-    std::int64_t parallel = static_cast<std::int64_t>(t.max_in_flight);
-    std::int64_t retries = t.max_retries;
-    std::int64_t first = t.retry_first.count();
-    std::int64_t max = t.retry_max.count();
-    if (!read_int(client, "readTimeoutMs", 100, 600'000, timeout, where, error) ||
-        !read_int(client, "maxParallelRequestsCount", 1, 64, parallel, where, error) ||
-        !read_int(client, "maxRetries", 0, 1000, retries, where, error) ||
-        !read_int(client, "retryBackoffMs", 10, 600'000, first, where, error) ||
-        !read_int(client, "retryBackoffMaxMs", 10, 3'600'000, max, where, error)) {
+    if (!read_int(client, "readTimeoutMs", 100, 600'000, timeout, where, error)) {
         return error;
-    }
-    if (max < first) {
-        return where + "retryBackoffMaxMs: must not be below retryBackoffMs";
     }
     t.request_timeout = std::chrono::milliseconds(timeout);
-    t.max_in_flight = static_cast<std::size_t>(parallel);
-    t.max_retries = static_cast<std::uint32_t>(retries);
-    t.retry_first = std::chrono::milliseconds(first);
-    t.retry_max = std::chrono::milliseconds(max);
     if (!read_string(client, "trustStoreFile", t.ca_file, where, error)) {
         return error;
     }
@@ -165,7 +140,165 @@ std::variant<http_target, std::string> http_of(const json& client) {
     return t;
 }
 
+// Settings every target shares: the body format and the executor's pacing.
+std::optional<std::string> common_of(const json& client, definition& d) {
+    const std::string where = "configuration.clientConfiguration.";
+    std::string error;
+    std::string format = "JSON";
+    if (!read_string(client, "payloadContentType", format, where, error)) {
+        return error;
+    }
+    if (format == "JSON") {
+        d.payload = payload_format::json;
+    } else if (format == "TEXT") {
+        d.payload = payload_format::text;
+    } else if (format == "BINARY") {
+        d.payload = payload_format::binary;
+    } else {
+        return where + "payloadContentType: JSON, TEXT or BINARY";
+    }
+    delivery_settings& p = d.delivery;
+    std::int64_t parallel = static_cast<std::int64_t>(p.max_in_flight);
+    std::int64_t retries = p.max_retries;
+    std::int64_t first = p.retry_first.count();
+    std::int64_t max = p.retry_max.count();
+    if (!read_int(client, "maxParallelRequestsCount", 1, 64, parallel, where, error) ||
+        !read_int(client, "maxRetries", 0, 1000, retries, where, error) ||
+        !read_int(client, "retryBackoffMs", 10, 600'000, first, where, error) ||
+        !read_int(client, "retryBackoffMaxMs", 10, 3'600'000, max, where, error)) {
+        return error;
+    }
+    if (max < first) {
+        return where + "retryBackoffMaxMs: must not be below retryBackoffMs";
+    }
+    p.max_in_flight = static_cast<std::size_t>(parallel);
+    p.max_retries = static_cast<std::uint32_t>(retries);
+    p.retry_first = std::chrono::milliseconds(first);
+    p.retry_max = std::chrono::milliseconds(max);
+    return std::nullopt;
+}
+
+// An object of strings into pairs; an error names `where` + `key`.
+std::optional<std::string> string_map(const json& obj, const char* key, const std::string& where,
+                                      std::vector<std::pair<std::string, std::string>>& out) {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) {
+        return std::nullopt;
+    }
+    if (!it->is_object()) {
+        return where + key + ": expected an object of strings";
+    }
+    for (const auto& [name, value] : it->items()) {
+        if (!value.is_string() || name.empty()) {
+            return where + key + "." + name + ": a non-empty name and a string value";
+        }
+        out.emplace_back(name, value.get<std::string>());
+    }
+    return std::nullopt;
+}
+
+// Kafka's rule for topic names: 1 to 249 of [a-zA-Z0-9._-], not "." or "..".
+bool valid_kafka_topic(std::string_view t) {
+    return !t.empty() && t.size() <= 249 && t != "." && t != ".." &&
+           std::all_of(t.begin(), t.end(), [](char c) {
+               return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '_' ||
+                      c == '-';
+           });
+}
+
+std::variant<kafka_target, std::string> kafka_of(const json& client) {
+    const std::string where = "configuration.clientConfiguration.";
+    std::string error;
+    kafka_target t;
+    if (!client.is_object()) {
+        return "configuration.clientConfiguration: expected a JSON object";
+    }
+    if (!read_string(client, "bootstrapServers", t.bootstrap_servers, where, error) ||
+        !read_string(client, "topic", t.topic, where, error) ||
+        !read_string(client, "key", t.key_template, where, error) ||
+        !read_string(client, "acks", t.acks, where, error) ||
+        !read_string(client, "compression", t.compression, where, error)) {
+        return error;
+    }
+    if (t.bootstrap_servers.empty() || !kafka_bootstrap_host_port(t.bootstrap_servers)) {
+        return where + "bootstrapServers: host:port[,host:port...] is required";
+    }
+    if (!valid_kafka_topic(t.topic)) {
+        return where + "topic: a Kafka topic name is required (1 to 249 of a-z A-Z 0-9 . _ -)";
+    }
+    if (t.acks != "all" && t.acks != "1" && t.acks != "0") {
+        return where + "acks: all, 1 or 0";
+    }
+    static constexpr std::string_view codecs[] = {"none", "gzip", "snappy", "lz4", "zstd"};
+    if (std::find(std::begin(codecs), std::end(codecs), t.compression) == std::end(codecs)) {
+        return where + "compression: none, gzip, snappy, lz4 or zstd";
+    }
+    std::int64_t linger = t.linger.count();
+    std::int64_t timeout = t.delivery_timeout.count();
+    if (!read_int(client, "lingerMs", 0, 60'000, linger, where, error) ||
+        !read_int(client, "deliveryTimeoutMs", 100, 600'000, timeout, where, error)) {
+        return error;
+    }
+    t.linger = std::chrono::milliseconds(linger);
+    t.delivery_timeout = std::chrono::milliseconds(timeout);
+    if (auto e = string_map(client, "kafkaHeaders", where, t.headers)) {
+        return std::move(*e);
+    }
+    if (auto e = string_map(client, "otherProperties", where, t.other_properties)) {
+        return std::move(*e);
+    }
+    // librdkafka judges its own property names and values (no I/O: a scratch configuration).
+    std::unique_ptr<rd_kafka_conf_t, decltype(&rd_kafka_conf_destroy)> conf(rd_kafka_conf_new(),
+                                                                            rd_kafka_conf_destroy);
+    for (const auto& [name, value] : t.other_properties) {
+        char reason[256] = {};
+        if (rd_kafka_conf_set(conf.get(), name.c_str(), value.c_str(), reason, sizeof reason) !=
+            RD_KAFKA_CONF_OK) {
+            return where + "otherProperties." + name + ": " + reason;
+        }
+    }
+    return t;
+}
+
 }  // namespace
+
+std::optional<std::pair<std::string, std::string>> kafka_bootstrap_host_port(
+    std::string_view servers) {
+    const auto first = servers.substr(0, servers.find(','));
+    const auto colon = first.rfind(':');
+    if (colon == std::string_view::npos || colon == 0 || colon + 1 == first.size()) {
+        return std::nullopt;
+    }
+    const auto port = first.substr(colon + 1);
+    if (!std::all_of(port.begin(), port.end(),
+                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) {
+        return std::nullopt;
+    }
+    auto host = first.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+        host = host.substr(1, host.size() - 2);  // [IPv6 literal]:port
+    }
+    return std::pair{std::string(host), std::string(port)};
+}
+
+std::string expand_template(std::string_view text, std::string_view topic,
+                            std::string_view client_id) {
+    std::string out;
+    out.reserve(text.size() + topic.size());
+    while (!text.empty()) {
+        if (text.starts_with("${topic}")) {
+            out += topic;
+            text.remove_prefix(8);
+        } else if (text.starts_with("${clientId}")) {
+            out += client_id;
+            text.remove_prefix(11);
+        } else {
+            out += text.front();
+            text.remove_prefix(1);
+        }
+    }
+    return out;
+}
 
 std::string base64_encode(std::string_view bytes) {
     std::string out(4 * ((bytes.size() + 2) / 3), '\0');
@@ -192,11 +325,11 @@ std::variant<definition, std::string> from_json(const json& body) {
     if (!read_string(body, "type", d.type, "", error)) {
         return error;
     }
-    if (d.type == "MQTT" || d.type == "KAFKA") {
-        return "type: " + d.type + " integrations are not supported yet (only HTTP)";
+    if (d.type == "MQTT") {
+        return std::string("type: MQTT integrations are not supported yet (HTTP or KAFKA)");
     }
-    if (d.type != "HTTP") {
-        return std::string("type: HTTP is required");
+    if (d.type != "HTTP" && d.type != "KAFKA") {
+        return std::string("type: HTTP or KAFKA is required");
     }
     if (auto e = body.find("enabled"); e != body.end() && !e->is_null()) {
         if (!e->is_boolean()) {
@@ -231,11 +364,25 @@ std::variant<definition, std::string> from_json(const json& body) {
     if (client == config->end()) {
         return std::string("configuration.clientConfiguration: a JSON object is required");
     }
-    auto http = http_of(*client);
-    if (auto* err = std::get_if<std::string>(&http)) {
+    if (!client->is_object()) {
+        return std::string("configuration.clientConfiguration: expected a JSON object");
+    }
+    if (auto err = common_of(*client, d)) {
         return std::move(*err);
     }
-    d.http = std::get<http_target>(std::move(http));
+    if (d.type == "HTTP") {
+        auto http = http_of(*client);
+        if (auto* err = std::get_if<std::string>(&http)) {
+            return std::move(*err);
+        }
+        d.http = std::get<http_target>(std::move(http));
+    } else {
+        auto kafka = kafka_of(*client);
+        if (auto* err = std::get_if<std::string>(&kafka)) {
+            return std::move(*err);
+        }
+        d.kafka = std::get<kafka_target>(std::move(kafka));
+    }
     d.configuration = config->dump();
     if (auto info = body.find("additionalInfo"); info != body.end() && !info->is_null()) {
         d.additional_info = info->dump();

@@ -1,22 +1,30 @@
 #pragma once
 
 // An integration's definition: what the management API accepts, the metadata store keeps
-// (`integration` rows) and the executor runs. Only HTTP targets are executed so far; MQTT and
-// KAFKA definitions are refused with a clear error rather than stored and ignored.
+// (`integration` rows) and the executor runs. HTTP and KAFKA targets run; MQTT definitions are
+// refused with a clear error rather than stored and ignored.
 //
 // JSON shape (the body of POST /api/integration and every answer):
-//   {"id", "createdTime", "name", "type": "HTTP", "enabled",
+//   {"id", "createdTime", "name", "type": "HTTP" | "KAFKA", "enabled",
 //    "configuration": {
 //      "topicFilters": ["sensors/#", ...],
 //      "clientConfiguration": {
+//        -- every type --
+//        "payloadContentType": "JSON" | "TEXT" | "BINARY",
+//        "maxParallelRequestsCount": 1, "maxRetries": 3, "retryBackoffMs": 500,
+//        "retryBackoffMaxMs": 30000,
+//        -- HTTP --
 //        "restEndpointUrl": "https://host/path", "requestMethod": "POST",
 //        "headers": {"X-Key": "v"},
 //        "credentials": {"type": "anonymous" | "basic" | "bearer", "username", "password",
 //                        "token"},
-//        "payloadContentType": "JSON" | "TEXT" | "BINARY",
-//        "readTimeoutMs": 10000, "maxParallelRequestsCount": 1,
-//        "maxRetries": 3, "retryBackoffMs": 500, "retryBackoffMaxMs": 30000,
-//        "trustStoreFile": "", "verifyTls": true}},
+//        "readTimeoutMs": 10000, "trustStoreFile": "", "verifyTls": true,
+//        -- KAFKA --
+//        "bootstrapServers": "host:9092,host2:9092", "topic": "mqtt-in",
+//        "key": "${topic}" (also "${clientId}", literal text around them, or "" for none),
+//        "acks": "all" | "1" | "0", "compression": "none" | "gzip" | "snappy" | "lz4" | "zstd",
+//        "lingerMs": 0, "deliveryTimeoutMs": 10000, "kafkaHeaders": {"name": "value"},
+//        "otherProperties": {"security.protocol": "SASL_SSL", ...}  (librdkafka names)}},
 //    "additionalInfo": {...}}
 // Pure functions; no I/O.
 
@@ -28,7 +36,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -41,29 +52,56 @@ enum class payload_format : std::uint8_t {
     binary,  // the payload as it is, Content-Type application/octet-stream
 };
 
+// How the executor paces sends to any target.
+struct delivery_settings {
+    std::size_t max_in_flight = 1;  // 1 keeps each MQTT topic's messages in order
+    std::uint32_t max_retries = 3;  // after the first attempt; then the message fails
+    std::chrono::milliseconds retry_first{500};
+    std::chrono::milliseconds retry_max{30'000};
+};
+
 struct http_target {
     std::string url_text;  // as configured, for answers
     auth::url url;
     std::string method = "POST";
     auth::http_headers headers;  // configured headers, Authorization included when set
-    payload_format payload = payload_format::json;
     std::chrono::milliseconds request_timeout{10'000};
-    std::size_t max_in_flight = 1;  // 1 keeps each MQTT topic's messages in order
-    std::uint32_t max_retries = 3;  // after the first attempt; then the message fails
-    std::chrono::milliseconds retry_first{500};
-    std::chrono::milliseconds retry_max{30'000};
     std::string ca_file;  // https trust store; empty: the system's
     bool verify_tls = true;
 };
+
+struct kafka_target {
+    std::string bootstrap_servers;  // host:port[,host:port...]
+    std::string topic;
+    std::string key_template = "${topic}";  // "${topic}" keeps each MQTT topic on one partition
+    std::string acks = "all";
+    std::string compression = "none";
+    std::chrono::milliseconds linger{0};  // 0: one message in flight is sent at once
+    std::chrono::milliseconds delivery_timeout{10'000};
+    std::vector<std::pair<std::string, std::string>> headers;
+    std::vector<std::pair<std::string, std::string>> other_properties;  // librdkafka, applied last
+};
+
+// The first host and port of a bootstrap list ("h1:9092,h2:9092" → {"h1", "9092"}), or none when
+// it is not host:port.
+std::optional<std::pair<std::string, std::string>> kafka_bootstrap_host_port(
+    std::string_view servers);
+
+// "${topic}" and "${clientId}" in `text` replaced by the message's.
+std::string expand_template(std::string_view text, std::string_view topic,
+                            std::string_view client_id);
 
 struct definition {
     std::string id;
     std::int64_t created_time_ms = 0;
     std::string name;
-    std::string type = "HTTP";
+    std::string type = "HTTP";  // "HTTP" or "KAFKA": which target below is set
     bool enabled = true;
     std::vector<std::string> topic_filters;
+    payload_format payload = payload_format::json;
+    delivery_settings delivery;
     http_target http;
+    kafka_target kafka;
     std::string configuration;    // the JSON document as stored
     std::string additional_info;  // JSON document or empty
 };

@@ -1,9 +1,8 @@
-#include "integration/http_executor.h"
+#include "integration/executor.h"
 
 #include "base/retry_pacer.h"
 #include "broker/message.h"
 
-#include "integration/http_payload.h"
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 #include <spdlog/spdlog.h>
@@ -24,29 +23,24 @@ std::int64_t wall_ms() {
         .count();
 }
 
-auth::http_client_options client_options(const http_target& t) {
-    auth::http_client_options o;
-    o.max_connections = t.max_in_flight;
-    o.verify_tls_peer = t.verify_tls;
-    o.ca_file = t.ca_file;
-    return o;
-}
-
 }  // namespace
 
-http_executor::http_executor(definition def, message_log& log, std::string log_topic,
-                             std::string group, boost::asio::any_io_executor io,
-                             metrics::integration_probe::series series)
+executor::executor(definition def, std::unique_ptr<target> to, message_log& log,
+                   std::string log_topic, std::string group,
+                   metrics::integration_probe::series series)
     : def_(std::move(def)),
+      target_(std::move(to)),
       log_(log),
       log_topic_(std::move(log_topic)),
       group_(std::move(group)),
-      series_(series),
-      client_(def_.http.url, std::move(io), client_options(def_.http)) {}
+      series_(series) {}
 
-http_executor::~http_executor() { stop(); }
+executor::~executor() { stop(); }
 
-status http_executor::start() {
+status executor::start() {
+    if (auto st = target_->start(); !st) {
+        return st;
+    }
     consumer_spec spec;
     spec.group_id = group_;
     spec.topics = {log_topic_};
@@ -54,6 +48,7 @@ status http_executor::start() {
     spec.max_poll_records = max_poll_records;
     auto consumer = log_.create_consumer(spec);
     if (!consumer) {
+        target_->stop();
         return consumer.error();
     }
     consumer_ = std::move(consumer.value());
@@ -61,22 +56,22 @@ status http_executor::start() {
     return {};
 }
 
-void http_executor::stop() {
+void executor::stop() {
     if (!thread_.joinable()) {
         return;
     }
     thread_.request_stop();
     consumer_->wakeup();
-    client_.stop();
+    target_->stop();
     thread_.join();
     consumer_->close();
     owner_.store(false);
 }
 
-void http_executor::run(std::stop_token stop) {
+void executor::run(std::stop_token stop) {
     base::retry_pacer poll_pacer("integration " + def_.id);
     spdlog::info("integration {} ('{}'): executor started for {}", def_.id, def_.name,
-                 def_.http.url_text);
+                 target_->describe());
     while (!stop.stop_requested()) {
         auto polled = consumer_->poll(poll_timeout);
         if (!polled) {
@@ -110,13 +105,13 @@ void http_executor::run(std::stop_token stop) {
     spdlog::info("integration {}: executor stopped", def_.id);
 }
 
-bool http_executor::deliver_batch(const std::vector<log_record>& records, std::stop_token stop) {
-    const auto& target = def_.http;
-    base::retry_pacer retry_pacer("integration " + def_.id, {.first_delay = target.retry_first,
-                                                             .max_delay = target.retry_max});
-    std::vector<http_body> bodies;
-    std::vector<const log_record*> sources;  // bodies[i] came from *sources[i]
-    bodies.reserve(records.size());
+bool executor::deliver_batch(const std::vector<log_record>& records, std::stop_token stop) {
+    const auto& pacing = def_.delivery;
+    base::retry_pacer retry_pacer("integration " + def_.id, {.first_delay = pacing.retry_first,
+                                                             .max_delay = pacing.retry_max});
+    std::vector<broker::app_message> messages;
+    std::vector<const log_record*> sources;  // messages[i] came from *sources[i]
+    messages.reserve(records.size());
     sources.reserve(records.size());
     for (const auto& r : records) {
         auto msg = broker::parse_message(r.value);
@@ -127,30 +122,31 @@ bool http_executor::deliver_batch(const std::vector<log_record>& records, std::s
             series_.failed.Increment();
             continue;
         }
-        bodies.push_back(make_http_body(msg.value(), target.payload));
+        messages.push_back(std::move(msg.value()));
         sources.push_back(&r);
     }
     // Windows of max_in_flight: first attempts go out together; a failed one is then retried
     // on its own, in order, before the next window.
-    for (std::size_t first = 0; first < bodies.size(); first += target.max_in_flight) {
-        const std::size_t last = std::min(bodies.size(), first + target.max_in_flight);
-        std::vector<std::promise<outcome>> promises(last - first);
+    for (std::size_t first = 0; first < messages.size(); first += pacing.max_in_flight) {
+        const std::size_t last = std::min(messages.size(), first + pacing.max_in_flight);
+        std::vector<std::promise<send_outcome>> promises(last - first);
         for (std::size_t i = first; i < last; ++i) {
-            send_async(bodies[i],
-                       [p = &promises[i - first]](outcome o) { p->set_value(std::move(o)); });
+            target_->send(messages[i], [p = &promises[i - first]](send_outcome o) {
+                p->set_value(std::move(o));
+            });
         }
-        std::vector<outcome> results;
+        std::vector<send_outcome> results;
         for (auto& p : promises) {
             results.push_back(p.get_future().get());
         }
         for (std::size_t i = first; i < last; ++i) {
-            outcome result = std::move(results[i - first]);
+            send_outcome result = std::move(results[i - first]);
             std::uint32_t retries = 0;
             while (!result.ok) {
                 note_failure(result.error);
                 // Stuck on this record: everything from it on waits (what integrationLag shows).
                 update_lag(sources[i]->topic, sources[i]->partition, sources[i]->offset);
-                if (retries == target.max_retries) {
+                if (retries == pacing.max_retries) {
                     spdlog::warn("integration {}: message given up after {} retries: {}", def_.id,
                                  retries, result.error);
                     failed_.fetch_add(1, std::memory_order_relaxed);
@@ -163,7 +159,7 @@ bool http_executor::deliver_batch(const std::vector<log_record>& records, std::s
                 ++retries;
                 retried_.fetch_add(1, std::memory_order_relaxed);
                 series_.retried.Increment();
-                result = send_once(bodies[i]);
+                result = send_once(messages[i]);
             }
             if (result.ok) {
                 retry_pacer.succeeded();
@@ -177,30 +173,14 @@ bool http_executor::deliver_batch(const std::vector<log_record>& records, std::s
     return true;
 }
 
-void http_executor::send_async(const http_body& body, std::function<void(outcome)> done) {
-    const auto& target = def_.http;
-    auto headers = target.headers;
-    headers.emplace_back("Content-Type", body.content_type);
-    client_.request(target.method, std::move(headers), body.body, target.request_timeout,
-                    [done = std::move(done)](result<auth::http_response> r) {
-                        if (!r) {
-                            done({false, r.error().message()});
-                        } else if (r->status < 200 || r->status >= 300) {
-                            done({false, "HTTP status " + std::to_string(r->status)});
-                        } else {
-                            done({true, {}});
-                        }
-                    });
-}
-
-http_executor::outcome http_executor::send_once(const http_body& body) {
-    std::promise<outcome> promise;
+send_outcome executor::send_once(const broker::app_message& msg) {
+    std::promise<send_outcome> promise;
     auto future = promise.get_future();
-    send_async(body, [&promise](outcome o) { promise.set_value(std::move(o)); });
+    target_->send(msg, [&promise](send_outcome o) { promise.set_value(std::move(o)); });
     return future.get();
 }
 
-void http_executor::note_failure(const std::string& error) {
+void executor::note_failure(const std::string& error) {
     failing_.store(true, std::memory_order_relaxed);
     series_.up.Set(0);
     std::lock_guard lock(error_mutex_);
@@ -208,7 +188,7 @@ void http_executor::note_failure(const std::string& error) {
     last_error_ms_ = wall_ms();
 }
 
-void http_executor::note_success() {
+void executor::note_success() {
     sent_.fetch_add(1, std::memory_order_relaxed);
     series_.sent.Increment();
     if (failing_.exchange(false, std::memory_order_relaxed)) {
@@ -217,7 +197,7 @@ void http_executor::note_success() {
     }
 }
 
-void http_executor::update_lag(const std::vector<log_record>& records) {
+void executor::update_lag(const std::vector<log_record>& records) {
     // An empty poll read everything there was; otherwise what the log holds past the batch.
     if (records.empty()) {
         lag_.store(0, std::memory_order_relaxed);
@@ -228,8 +208,8 @@ void http_executor::update_lag(const std::vector<log_record>& records) {
     update_lag(last.topic, last.partition, last.offset + 1);
 }
 
-void http_executor::update_lag(const std::string& topic, std::int32_t partition,
-                               std::int64_t next_unhandled) {
+void executor::update_lag(const std::string& topic, std::int32_t partition,
+                          std::int64_t next_unhandled) {
     auto end = consumer_->end_offset({topic, partition});
     if (!end) {
         return;  // keep the last figure
@@ -239,7 +219,7 @@ void http_executor::update_lag(const std::string& topic, std::int32_t partition,
     series_.lag.Set(static_cast<double>(lag));
 }
 
-executor_status http_executor::status_snapshot() const {
+executor_status executor::status_snapshot() const {
     executor_status s;
     s.polled = polled_.load(std::memory_order_relaxed);
     s.owner = owner_.load(std::memory_order_relaxed);

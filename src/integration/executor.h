@@ -1,30 +1,28 @@
 #pragma once
 
-// http_executor: runs one HTTP integration on this node. It reads the integration's topic
-// msg.ie.<id> in the group ie.<id> — every node runs one per enabled integration, and the log
-// gives the single partition to one of them, so an integration has one owner in the cluster and
-// moves when its owner stops or dies — and sends each message to the target:
-//   - up to maxParallelRequestsCount requests at once (1, the default, keeps msg.ie.<id>'s
-//     order, i.e. each MQTT topic's; more trades order for throughput), over the keep-alive
-//     pool of auth::http_client;
-//   - a 2xx answer is success; anything else (other status, timeout, refused connection, TLS
-//     failure) is retried after a backoff (retryBackoffMs doubling to retryBackoffMaxMs) up to
-//     maxRetries times, then the message is counted failed, logged and passed;
+// executor: runs one integration on this node. It reads the integration's topic msg.ie.<id> in
+// the group ie.<id> — every node runs one per enabled integration, and the log gives the single
+// partition to one of them, so an integration has one owner in the cluster and moves when its
+// owner stops or dies — and hands each message to the integration's target (target.h: HTTP or
+// Kafka):
+//   - up to maxParallelRequestsCount attempts at once (1, the default, keeps msg.ie.<id>'s
+//     order, i.e. each MQTT topic's; more trades order for throughput);
+//   - a failed attempt is retried after a backoff (retryBackoffMs doubling to
+//     retryBackoffMaxMs) up to maxRetries times, then the message is counted failed, logged and
+//     passed;
 //   - offsets are committed once every message of a polled batch is done, so a node that dies
 //     mid-batch leaves it to the next owner: at least once, never silently skipped.
 // The executor's own thread and its target's slowness never touch MQTT delivery: the router
 // only produces to msg.ie.<id>, whatever the executor does.
 //
 // Lifecycle: start(), then stop() (also the destructor); stop ends a retry wait at once and an
-// exchange in progress by its request timeout at the latest. Concurrency: status() any thread.
+// attempt in progress by its timeout at the latest. Concurrency: status() any thread.
 
-#include "auth/http_client.h"
 #include "metrics/integration_probe.h"
 #include "starling/message_log.h"
 
 #include "integration/definition.h"
-#include "integration/http_payload.h"
-#include <boost/asio/io_context.hpp>
+#include "integration/target.h"
 
 #include <atomic>
 #include <cstdint>
@@ -49,14 +47,14 @@ struct executor_status {
     std::int64_t last_error_ms = 0;
 };
 
-class http_executor {
+class executor {
   public:
-    http_executor(definition def, message_log& log, std::string log_topic, std::string group,
-                  boost::asio::any_io_executor io, metrics::integration_probe::series series);
-    ~http_executor();
+    executor(definition def, std::unique_ptr<target> to, message_log& log, std::string log_topic,
+             std::string group, metrics::integration_probe::series series);
+    ~executor();
 
-    http_executor(const http_executor&) = delete;
-    http_executor& operator=(const http_executor&) = delete;
+    executor(const executor&) = delete;
+    executor& operator=(const executor&) = delete;
 
     status start();
     void stop();
@@ -65,17 +63,11 @@ class http_executor {
     executor_status status_snapshot() const;
 
   private:
-    struct outcome {
-        bool ok = false;
-        std::string error;
-    };
     void run(std::stop_token stop);
     // Sends the records of one polled batch; false when stopping interrupted it (nothing of
     // the batch may be committed then).
     bool deliver_batch(const std::vector<log_record>& records, std::stop_token stop);
-    // One attempt; `done` runs once, on the HTTP client's thread.
-    void send_async(const http_body& body, std::function<void(outcome)> done);
-    outcome send_once(const http_body& body);
+    send_outcome send_once(const broker::app_message& msg);
     void note_failure(const std::string& error);
     void note_success();
     // Lag after a polled batch was handled (records empty: the poll read everything).
@@ -84,11 +76,11 @@ class http_executor {
     void update_lag(const std::string& topic, std::int32_t partition, std::int64_t next_unhandled);
 
     definition def_;
+    std::unique_ptr<target> target_;
     message_log& log_;
     std::string log_topic_;
     std::string group_;
     metrics::integration_probe::series series_;
-    auth::http_client client_;
     std::unique_ptr<log_consumer> consumer_;
     std::jthread thread_;
 

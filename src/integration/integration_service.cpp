@@ -1,11 +1,14 @@
 #include "integration/integration_service.h"
 
+#include "integration/http_target_sender.h"
+#include "integration/kafka_target_sender.h"
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
 
 #include <future>
+#include <tuple>
 
 namespace starling::integration {
 
@@ -36,7 +39,7 @@ void integration_service::stop() {
         refresh_thread_.join();
     }
     matcher_.replace({});
-    std::map<std::string, std::unique_ptr<http_executor>> executors;
+    std::map<std::string, std::unique_ptr<executor>> executors;
     {
         std::lock_guard lock(mutex_);
         executors.swap(executors_);
@@ -167,8 +170,8 @@ void integration_service::apply(const std::vector<integration_row>& rows) {
                 continue;
             }
         }
-        auto executor = std::make_unique<http_executor>(
-            d, log_, topics_.msg_ie(id), topics_.ie_group(id), io_.get_executor(), probe_.add(id));
+        auto executor = std::make_unique<integration::executor>(
+            d, make_target(d), log_, topics_.msg_ie(id), topics_.ie_group(id), probe_.add(id));
         if (auto st = executor->start(); !st) {
             spdlog::warn("integration {}: executor not started ({}); retried next refresh", id,
                          st.error().message());
@@ -178,6 +181,13 @@ void integration_service::apply(const std::vector<integration_row>& rows) {
         std::lock_guard lock(mutex_);
         executors_.emplace(id, std::move(executor));
     }
+}
+
+std::unique_ptr<target> integration_service::make_target(const definition& d) {
+    if (d.type == "KAFKA") {
+        return std::make_unique<kafka_target_sender>(d);
+    }
+    return std::make_unique<http_target_sender>(d, io_.get_executor());
 }
 
 void integration_service::delete_topics(bool all) {
@@ -206,7 +216,7 @@ void integration_service::delete_topics(bool all) {
 }
 
 void integration_service::stop_executor(const std::string& id) {
-    std::unique_ptr<http_executor> executor;
+    std::unique_ptr<executor> executor;
     {
         std::lock_guard lock(mutex_);
         auto it = executors_.find(id);
@@ -254,8 +264,18 @@ void integration_service::check_target(const definition& d, std::chrono::millise
     };
     auto a = std::make_shared<attempt>(io_);
     a->done = std::move(done);
-    const std::string host = d.http.url.host;
-    const std::string port = std::to_string(d.http.url.port);
+    // The target's first address: the URL's host, or the first bootstrap server (a Kafka
+    // cluster answers its metadata from any of them).
+    std::string host = d.http.url.host;
+    std::string port = std::to_string(d.http.url.port);
+    if (d.type == "KAFKA") {
+        auto first = kafka_bootstrap_host_port(d.kafka.bootstrap_servers);
+        if (!first) {
+            a->done("bootstrapServers: host:port is required");
+            return;
+        }
+        std::tie(host, port) = *first;
+    }
     asio::post(io_, [a, host, port, timeout] {
         a->timer.expires_after(timeout);
         a->timer.async_wait([a, host, port](boost::system::error_code ec) {

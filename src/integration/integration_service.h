@@ -8,7 +8,7 @@
 // msg.ie.<id> exist (one partition, seven days) before the router may match it, then updates
 // the matcher and starts, restarts (changed definition) or stops executors. In cluster mode the
 // store is the shared PostgreSQL, so another node's change reaches this one within a period;
-// the executor group gives each integration one owner (http_executor.h). A store that cannot
+// the executor group gives each integration one owner (executor.h). A store that cannot
 // answer leaves everything as it was and is retried at the next period.
 //
 // Lifecycle: start() after the log and store are up, stop() before the broker core is
@@ -21,7 +21,7 @@
 #include "starling/metadata_store.h"
 
 #include "integration/definition.h"
-#include "integration/http_executor.h"
+#include "integration/executor.h"
 #include "integration/matcher.h"
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -83,6 +83,7 @@ class integration_service {
     void run(std::stop_token stop);
     void apply(const std::vector<integration_row>& rows);
     void stop_executor(const std::string& id);
+    std::unique_ptr<target> make_target(const definition& d);
     // Deletes the topics of integrations deleted here whose delay is over (all: every one).
     void delete_topics(bool all);
 
@@ -106,7 +107,7 @@ class integration_service {
     // Integrations deleted through this node's API → when their topic goes.
     std::map<std::string, std::chrono::steady_clock::time_point> deleted_here_;
     std::set<std::string> topics_ready_;
-    std::map<std::string, std::unique_ptr<http_executor>> executors_;
+    std::map<std::string, std::unique_ptr<executor>> executors_;
 };
 
 }  // namespace starling::integration

@@ -302,7 +302,10 @@ def test_crud_check_and_validation(broker_factory, target, uid):
          "configuration.clientConfiguration.requestMethod"),
         (body_for("n", ["a"], target.url, maxParallelRequestsCount=0),
          "configuration.clientConfiguration.maxParallelRequestsCount"),
-        ({**body_for("n", ["a"], target.url), "type": "KAFKA"}, "type"),
+        ({**body_for("n", ["a"], target.url), "type": "MQTT"}, "type"),
+        # A KAFKA integration needs the Kafka fields, not an HTTP endpoint.
+        ({**body_for("n", ["a"], target.url), "type": "KAFKA"},
+         "configuration.clientConfiguration.bootstrapServers"),
     ):
         status, answer = rest.call(broker, "POST", "/api/integration", TOKEN, bad)
         assert status == 400 and answer["message"].startswith(field), (bad, answer)

@@ -46,12 +46,12 @@ TEST(IntegrationDefinition, ValidHttpBodyParsesEveryField) {
     EXPECT_TRUE(d.enabled);
     EXPECT_EQ(d.topic_filters, (std::vector<std::string>{"sensors/#", "alerts/+"}));
     EXPECT_EQ(d.http.method, "PUT");
-    EXPECT_EQ(d.http.payload, payload_format::text);
+    EXPECT_EQ(d.payload, payload_format::text);
     EXPECT_EQ(d.http.request_timeout, std::chrono::milliseconds(2500));
-    EXPECT_EQ(d.http.max_in_flight, 4U);
-    EXPECT_EQ(d.http.max_retries, 7U);
-    EXPECT_EQ(d.http.retry_first, std::chrono::milliseconds(100));
-    EXPECT_EQ(d.http.retry_max, std::chrono::milliseconds(2000));
+    EXPECT_EQ(d.delivery.max_in_flight, 4U);
+    EXPECT_EQ(d.delivery.max_retries, 7U);
+    EXPECT_EQ(d.delivery.retry_first, std::chrono::milliseconds(100));
+    EXPECT_EQ(d.delivery.retry_max, std::chrono::milliseconds(2000));
     EXPECT_EQ(d.http.url_text, "http://127.0.0.1:8080/in");
     bool has_key = false;
     for (const auto& [k, v] : d.http.headers) {
@@ -71,8 +71,8 @@ TEST(IntegrationDefinition, DefaultsApplyWhenOptionalFieldsAreAbsent) {
     const auto& d = std::get<definition>(parsed);
     EXPECT_TRUE(d.enabled);
     EXPECT_EQ(d.http.method, "POST");
-    EXPECT_EQ(d.http.payload, payload_format::json);
-    EXPECT_EQ(d.http.max_in_flight, 1U);
+    EXPECT_EQ(d.payload, payload_format::json);
+    EXPECT_EQ(d.delivery.max_in_flight, 1U);
     EXPECT_TRUE(d.http.verify_tls);
 }
 
@@ -143,13 +143,115 @@ TEST(IntegrationDefinition, ErrorsNameTheOffendingField) {
     }
 }
 
-TEST(IntegrationDefinition, OnlyHttpIsAcceptedForNow) {
+TEST(IntegrationDefinition, MqttIsRefusedForNowAndUnknownTypesNameTheField) {
     json body = valid_body();
     body["type"] = "MQTT";
     EXPECT_NE(error_of(body).find("not supported"), std::string::npos);
     body["type"] = "SMTP";
     EXPECT_EQ(error_of(body).rfind("type", 0), 0U);
     EXPECT_EQ(error_of(json::array()).empty(), false);
+}
+
+json kafka_body() {
+    return {{"name", "to-kafka"},
+            {"type", "KAFKA"},
+            {"configuration",
+             {{"topicFilters", {"sensors/#"}},
+              {"clientConfiguration",
+               {{"bootstrapServers", "k1:9092,k2:9093"},
+                {"topic", "mqtt.in-1"},
+                {"key", "${clientId}/${topic}"},
+                {"acks", "1"},
+                {"compression", "lz4"},
+                {"lingerMs", 5},
+                {"deliveryTimeoutMs", 3000},
+                {"payloadContentType", "BINARY"},
+                {"maxRetries", 2},
+                {"kafkaHeaders", {{"source", "starling"}}},
+                {"otherProperties", {{"security.protocol", "plaintext"}}}}}}}};
+}
+
+TEST(IntegrationDefinition, ValidKafkaBodyParsesEveryField) {
+    auto parsed = from_json(kafka_body());
+    ASSERT_TRUE(std::holds_alternative<definition>(parsed)) << std::get<std::string>(parsed);
+    const auto& d = std::get<definition>(parsed);
+    EXPECT_EQ(d.type, "KAFKA");
+    EXPECT_EQ(d.kafka.bootstrap_servers, "k1:9092,k2:9093");
+    EXPECT_EQ(d.kafka.topic, "mqtt.in-1");
+    EXPECT_EQ(d.kafka.key_template, "${clientId}/${topic}");
+    EXPECT_EQ(d.kafka.acks, "1");
+    EXPECT_EQ(d.kafka.compression, "lz4");
+    EXPECT_EQ(d.kafka.linger, std::chrono::milliseconds(5));
+    EXPECT_EQ(d.kafka.delivery_timeout, std::chrono::milliseconds(3000));
+    EXPECT_EQ(d.payload, payload_format::binary);
+    EXPECT_EQ(d.delivery.max_retries, 2U);
+    using pairs = std::vector<std::pair<std::string, std::string>>;
+    EXPECT_EQ(d.kafka.headers, (pairs{{"source", "starling"}}));
+    EXPECT_EQ(d.kafka.other_properties, (pairs{{"security.protocol", "plaintext"}}));
+}
+
+TEST(IntegrationDefinition, KafkaDefaultsKeepEachMqttTopicOnOnePartition) {
+    json body = {{"name", "k"},
+                 {"type", "KAFKA"},
+                 {"configuration",
+                  {{"topicFilters", {"#"}},
+                   {"clientConfiguration", {{"bootstrapServers", "k:9092"}, {"topic", "t"}}}}}};
+    auto parsed = from_json(body);
+    ASSERT_TRUE(std::holds_alternative<definition>(parsed)) << std::get<std::string>(parsed);
+    const auto& d = std::get<definition>(parsed);
+    EXPECT_EQ(d.kafka.key_template, "${topic}");
+    EXPECT_EQ(d.kafka.acks, "all");
+    EXPECT_EQ(d.kafka.compression, "none");
+    EXPECT_EQ(d.kafka.linger, std::chrono::milliseconds(0));
+    EXPECT_EQ(d.payload, payload_format::json);
+    EXPECT_EQ(d.delivery.max_in_flight, 1U);
+}
+
+TEST(IntegrationDefinition, KafkaErrorsNameTheOffendingField) {
+    const std::string where = "configuration.clientConfiguration.";
+    const std::vector<std::pair<const char*, json>> cases = {
+        {"bootstrapServers", ""},
+        {"bootstrapServers", "no-port"},
+        {"bootstrapServers", "h:x"},
+        {"topic", ""},
+        {"topic", "a/b"},
+        {"topic", std::string(250, 'a')},
+        {"topic", ".."},
+        {"acks", "-1"},
+        {"compression", "brotli"},
+        {"lingerMs", -1},
+        {"deliveryTimeoutMs", 50},
+        {"kafkaHeaders", {{"h", 1}}},
+        {"otherProperties", {{"no.such.property", "1"}}},
+        {"otherProperties", {{"security.protocol", "carrier-pigeon"}}},
+    };
+    for (const auto& [field, value] : cases) {
+        json body = kafka_body();
+        body["configuration"]["clientConfiguration"][field] = value;
+        const auto err = error_of(body);
+        EXPECT_EQ(err.rfind(where + field, 0), 0U)
+            << field << "=" << value << " -> '" << err << "'";
+    }
+    json missing = kafka_body();
+    missing["configuration"]["clientConfiguration"].erase("topic");
+    EXPECT_EQ(error_of(missing).rfind(where + "topic", 0), 0U) << error_of(missing);
+}
+
+TEST(IntegrationDefinition, TemplatesTakeTheMessagesTopicAndClientId) {
+    EXPECT_EQ(expand_template("${topic}", "a/b", "c1"), "a/b");
+    EXPECT_EQ(expand_template("${clientId}:${topic}!", "a/b", "c1"), "c1:a/b!");
+    EXPECT_EQ(expand_template("fixed", "a/b", "c1"), "fixed");
+    EXPECT_EQ(expand_template("", "a/b", "c1"), "");
+    EXPECT_EQ(expand_template("${top", "a/b", "c1"), "${top");
+}
+
+TEST(IntegrationDefinition, BootstrapHostPortIsTheFirstServer) {
+    using hp = std::pair<std::string, std::string>;
+    EXPECT_EQ(kafka_bootstrap_host_port("k1:9092,k2:1"), (hp{"k1", "9092"}));
+    EXPECT_EQ(kafka_bootstrap_host_port("[::1]:9092"), (hp{"::1", "9092"}));
+    EXPECT_FALSE(kafka_bootstrap_host_port(":9092"));
+    EXPECT_FALSE(kafka_bootstrap_host_port("k1:"));
+    EXPECT_FALSE(kafka_bootstrap_host_port("k1"));
 }
 
 TEST(IntegrationDefinition, RowRoundTripKeepsTheDefinition) {
@@ -167,7 +269,7 @@ TEST(IntegrationDefinition, RowRoundTripKeepsTheDefinition) {
     EXPECT_EQ(r.created_time_ms, d.created_time_ms);
     EXPECT_EQ(r.topic_filters, d.topic_filters);
     EXPECT_EQ(r.http.method, d.http.method);
-    EXPECT_EQ(r.http.max_retries, d.http.max_retries);
+    EXPECT_EQ(r.delivery.max_retries, d.delivery.max_retries);
     EXPECT_EQ(to_json(r), to_json(d));
     EXPECT_EQ(to_json(r)["additionalInfo"]["description"], "d");
 }
