@@ -33,3 +33,5 @@ endif()
 add_compile_definitions(BOOST_ASIO_NO_DEPRECATED)
 # librdkafka (Debian librdkafka-dev, C API): the Kafka adapter of the message log.
 pkg_check_modules(RDKAFKA REQUIRED IMPORTED_TARGET rdkafka)
+# Paho MQTT C (Debian libpaho-mqtt-dev): the MQTT client of MQTT integrations (a bridge).
+find_package(eclipse-paho-mqtt-c REQUIRED)

@@ -144,7 +144,7 @@ std::variant<http_target, std::string> http_of(const json& client) {
 std::optional<std::string> common_of(const json& client, definition& d) {
     const std::string where = "configuration.clientConfiguration.";
     std::string error;
-    std::string format = "JSON";
+    std::string format = d.type == "MQTT" ? "BINARY" : "JSON";  // a bridge forwards payloads
     if (!read_string(client, "payloadContentType", format, where, error)) {
         return error;
     }
@@ -260,6 +260,79 @@ std::variant<kafka_target, std::string> kafka_of(const json& client) {
     return t;
 }
 
+std::variant<mqtt_target, std::string> mqtt_of(const json& client) {
+    const std::string where = "configuration.clientConfiguration.";
+    std::string error;
+    mqtt_target t;
+    std::int64_t port = t.port;
+    std::int64_t version = t.mqtt_version;
+    std::int64_t qos = t.qos;
+    std::int64_t keep_alive = t.keep_alive.count();
+    std::int64_t connect_timeout = t.connect_timeout.count();
+    std::int64_t delivery_timeout = t.delivery_timeout.count();
+    std::int64_t expiry = t.session_expiry;
+    if (!read_string(client, "host", t.host, where, error) ||
+        !read_string(client, "trustStoreFile", t.ca_file, where, error) ||
+        !read_string(client, "topicName", t.topic_template, where, error) ||
+        !read_string(client, "clientId", t.client_id, where, error) ||
+        !read_int(client, "port", 1, 65535, port, where, error) ||
+        !read_int(client, "mqttVersion", 4, 5, version, where, error) ||
+        !read_int(client, "qos", 0, 2, qos, where, error) ||
+        !read_int(client, "keepAliveSec", 0, 65535, keep_alive, where, error) ||
+        !read_int(client, "connectTimeoutMs", 100, 600'000, connect_timeout, where, error) ||
+        !read_int(client, "deliveryTimeoutMs", 100, 600'000, delivery_timeout, where, error) ||
+        !read_int(client, "sessionExpiryInterval", 0, 4'294'967'295, expiry, where, error)) {
+        return error;
+    }
+    if (t.host.empty() || !header_safe(t.host) || t.host.find_first_of(" /") != std::string::npos) {
+        return where + "host: a host name or address is required";
+    }
+    // The template with sample values must be a valid topic name (no wildcards); a message's
+    // own topic and client id never add any.
+    const std::string literal = expand_template(t.topic_template, "t", "c");
+    if (t.topic_template.empty() ||
+        mqtt::validate_topic_name(literal) != mqtt::reason_code::success) {
+        return where + "topicName: a topic name, with ${topic} / ${clientId} (no + or #)";
+    }
+    for (const char* key : {"ssl", "verifyTls", "retained", "cleanStart"}) {
+        auto it = client.find(key);
+        if (it != client.end() && !it->is_null() && !it->is_boolean()) {
+            return where + key + ": expected true or false";
+        }
+    }
+    t.tls = client.value("ssl", false);
+    t.verify_tls = client.value("verifyTls", true);
+    t.retain = client.value("retained", false);
+    t.clean_start = client.value("cleanStart", true);
+    if (auto c = client.find("credentials"); c != client.end() && !c->is_null()) {
+        const std::string cw = where + "credentials.";
+        std::string type = "anonymous";
+        if (!c->is_object() || !read_string(*c, "type", type, cw, error) ||
+            !read_string(*c, "username", t.username, cw, error) ||
+            !read_string(*c, "password", t.password, cw, error)) {
+            return error.empty() ? where + "credentials: expected an object" : error;
+        }
+        std::transform(type.begin(), type.end(), type.begin(),
+                       [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+        if (type == "anonymous") {
+            t.username.clear();
+            t.password.clear();
+        } else if (type != "basic") {
+            return cw + "type: anonymous or basic";
+        } else if (t.username.empty()) {
+            return cw + "username: required for basic credentials";
+        }
+    }
+    t.port = static_cast<std::uint16_t>(port);
+    t.mqtt_version = static_cast<int>(version);
+    t.qos = static_cast<int>(qos);
+    t.keep_alive = std::chrono::seconds(keep_alive);
+    t.connect_timeout = std::chrono::milliseconds(connect_timeout);
+    t.delivery_timeout = std::chrono::milliseconds(delivery_timeout);
+    t.session_expiry = static_cast<std::uint32_t>(expiry);
+    return t;
+}
+
 }  // namespace
 
 std::optional<std::pair<std::string, std::string>> kafka_bootstrap_host_port(
@@ -325,11 +398,8 @@ std::variant<definition, std::string> from_json(const json& body) {
     if (!read_string(body, "type", d.type, "", error)) {
         return error;
     }
-    if (d.type == "MQTT") {
-        return std::string("type: MQTT integrations are not supported yet (HTTP or KAFKA)");
-    }
-    if (d.type != "HTTP" && d.type != "KAFKA") {
-        return std::string("type: HTTP or KAFKA is required");
+    if (d.type != "HTTP" && d.type != "KAFKA" && d.type != "MQTT") {
+        return std::string("type: HTTP, KAFKA or MQTT is required");
     }
     if (auto e = body.find("enabled"); e != body.end() && !e->is_null()) {
         if (!e->is_boolean()) {
@@ -376,6 +446,15 @@ std::variant<definition, std::string> from_json(const json& body) {
             return std::move(*err);
         }
         d.http = std::get<http_target>(std::move(http));
+    } else if (d.type == "MQTT") {
+        auto mqtt = mqtt_of(*client);
+        if (auto* err = std::get_if<std::string>(&mqtt)) {
+            return std::move(*err);
+        }
+        d.mqtt = std::get<mqtt_target>(std::move(mqtt));
+        if (d.mqtt.client_id.empty()) {
+            d.mqtt.client_id = "starling-ie-" + d.id;
+        }
     } else {
         auto kafka = kafka_of(*client);
         if (auto* err = std::get_if<std::string>(&kafka)) {

@@ -1,11 +1,10 @@
 #pragma once
 
 // An integration's definition: what the management API accepts, the metadata store keeps
-// (`integration` rows) and the executor runs. HTTP and KAFKA targets run; MQTT definitions are
-// refused with a clear error rather than stored and ignored.
+// (`integration` rows) and the executor runs: HTTP, KAFKA and MQTT targets.
 //
 // JSON shape (the body of POST /api/integration and every answer):
-//   {"id", "createdTime", "name", "type": "HTTP" | "KAFKA", "enabled",
+//   {"id", "createdTime", "name", "type": "HTTP" | "KAFKA" | "MQTT", "enabled",
 //    "configuration": {
 //      "topicFilters": ["sensors/#", ...],
 //      "clientConfiguration": {
@@ -24,7 +23,15 @@
 //        "key": "${topic}" (also "${clientId}", literal text around them, or "" for none),
 //        "acks": "all" | "1" | "0", "compression": "none" | "gzip" | "snappy" | "lz4" | "zstd",
 //        "lingerMs": 0, "deliveryTimeoutMs": 10000, "kafkaHeaders": {"name": "value"},
-//        "otherProperties": {"security.protocol": "SASL_SSL", ...}  (librdkafka names)}},
+//        "otherProperties": {"security.protocol": "SASL_SSL", ...}  (librdkafka names),
+//        -- MQTT --
+//        "host", "port": 1883, "ssl": false, "trustStoreFile", "verifyTls": true,
+//        "topicName": "${topic}" (also "${clientId}" and literal text), "clientId",
+//        "mqttVersion": 5 | 4, "qos": 1, "retained": false,
+//        "credentials": {"type": "anonymous" | "basic", "username", "password"},
+//        "keepAliveSec": 60, "connectTimeoutMs": 10000, "deliveryTimeoutMs": 10000,
+//        "cleanStart": true, "sessionExpiryInterval": 0}},
+//   payloadContentType defaults to BINARY for MQTT (the payload as published: a bridge).
 //    "additionalInfo": {...}}
 // Pure functions; no I/O.
 
@@ -82,6 +89,26 @@ struct kafka_target {
     std::vector<std::pair<std::string, std::string>> other_properties;  // librdkafka, applied last
 };
 
+struct mqtt_target {
+    std::string host;
+    std::uint16_t port = 1883;
+    bool tls = false;     // ssl:// instead of tcp://
+    std::string ca_file;  // the broker's CA (PEM); empty: the system's
+    bool verify_tls = true;
+    std::string topic_template = "${topic}";  // the topic published to
+    std::string client_id;                    // empty: "starling-ie-<integration id>"
+    int mqtt_version = 5;                     // 4 (3.1.1) or 5
+    int qos = 1;                              // 0, 1 or 2: success is PUBACK / PUBCOMP
+    bool retain = false;
+    std::string username;
+    std::string password;
+    std::chrono::seconds keep_alive{60};
+    std::chrono::milliseconds connect_timeout{10'000};
+    std::chrono::milliseconds delivery_timeout{10'000};
+    bool clean_start = true;
+    std::uint32_t session_expiry = 0;  // MQTT 5: seconds the external broker keeps the session
+};
+
 // The first host and port of a bootstrap list ("h1:9092,h2:9092" → {"h1", "9092"}), or none when
 // it is not host:port.
 std::optional<std::pair<std::string, std::string>> kafka_bootstrap_host_port(
@@ -95,13 +122,14 @@ struct definition {
     std::string id;
     std::int64_t created_time_ms = 0;
     std::string name;
-    std::string type = "HTTP";  // "HTTP" or "KAFKA": which target below is set
+    std::string type = "HTTP";  // "HTTP", "KAFKA" or "MQTT": which target below is set
     bool enabled = true;
     std::vector<std::string> topic_filters;
     payload_format payload = payload_format::json;
     delivery_settings delivery;
     http_target http;
     kafka_target kafka;
+    mqtt_target mqtt;
     std::string configuration;    // the JSON document as stored
     std::string additional_info;  // JSON document or empty
 };

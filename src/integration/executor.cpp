@@ -81,7 +81,10 @@ void executor::run(std::stop_token stop) {
             continue;
         }
         poll_pacer.succeeded();
-        owner_.store(!consumer_->assignment().empty(), std::memory_order_relaxed);
+        const bool owner = !consumer_->assignment().empty();
+        if (owner_.exchange(owner, std::memory_order_relaxed) != owner) {
+            target_->owner_changed(owner);
+        }
         polled_.store(true, std::memory_order_relaxed);
         auto& records = polled.value();
         if (records.empty()) {

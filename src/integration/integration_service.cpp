@@ -2,6 +2,7 @@
 
 #include "integration/http_target_sender.h"
 #include "integration/kafka_target_sender.h"
+#include "integration/mqtt_target_sender.h"
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -187,6 +188,9 @@ std::unique_ptr<target> integration_service::make_target(const definition& d) {
     if (d.type == "KAFKA") {
         return std::make_unique<kafka_target_sender>(d);
     }
+    if (d.type == "MQTT") {
+        return std::make_unique<mqtt_target_sender>(d);
+    }
     return std::make_unique<http_target_sender>(d, io_.get_executor());
 }
 
@@ -264,11 +268,14 @@ void integration_service::check_target(const definition& d, std::chrono::millise
     };
     auto a = std::make_shared<attempt>(io_);
     a->done = std::move(done);
-    // The target's first address: the URL's host, or the first bootstrap server (a Kafka
-    // cluster answers its metadata from any of them).
+    // The target's first address: the URL's host, the MQTT broker, or the first bootstrap
+    // server (a Kafka cluster answers its metadata from any of them).
     std::string host = d.http.url.host;
     std::string port = std::to_string(d.http.url.port);
-    if (d.type == "KAFKA") {
+    if (d.type == "MQTT") {
+        host = d.mqtt.host;
+        port = std::to_string(d.mqtt.port);
+    } else if (d.type == "KAFKA") {
         auto first = kafka_bootstrap_host_port(d.kafka.bootstrap_servers);
         if (!first) {
             a->done("bootstrapServers: host:port is required");

@@ -31,6 +31,11 @@ class target {
     virtual status start() { return {}; }
     virtual void send(const broker::app_message& msg, std::function<void(send_outcome)> done) = 0;
     virtual void stop() = 0;
+    // Whether this node holds the integration's partition (the executor says so after each poll
+    // that changes it). A target with a session of its own on the far side — MQTT, whose client
+    // id is the integration's — connects only while this is true, so the nodes do not take the
+    // session from each other.
+    virtual void owner_changed(bool /*owner*/) {}
     // For logs: the URL, or the brokers and topic.
     virtual std::string describe() const = 0;
 };

@@ -302,7 +302,9 @@ def test_crud_check_and_validation(broker_factory, target, uid):
          "configuration.clientConfiguration.requestMethod"),
         (body_for("n", ["a"], target.url, maxParallelRequestsCount=0),
          "configuration.clientConfiguration.maxParallelRequestsCount"),
-        ({**body_for("n", ["a"], target.url), "type": "MQTT"}, "type"),
+        ({**body_for("n", ["a"], target.url), "type": "SMTP"}, "type"),
+        # An MQTT integration needs the far broker's host.
+        ({**body_for("n", ["a"], target.url), "type": "MQTT"}, "configuration.clientConfiguration.host"),
         # A KAFKA integration needs the Kafka fields, not an HTTP endpoint.
         ({**body_for("n", ["a"], target.url), "type": "KAFKA"},
          "configuration.clientConfiguration.bootstrapServers"),

@@ -143,13 +143,102 @@ TEST(IntegrationDefinition, ErrorsNameTheOffendingField) {
     }
 }
 
-TEST(IntegrationDefinition, MqttIsRefusedForNowAndUnknownTypesNameTheField) {
+TEST(IntegrationDefinition, UnknownTypesNameTheField) {
     json body = valid_body();
-    body["type"] = "MQTT";
-    EXPECT_NE(error_of(body).find("not supported"), std::string::npos);
     body["type"] = "SMTP";
     EXPECT_EQ(error_of(body).rfind("type", 0), 0U);
     EXPECT_EQ(error_of(json::array()).empty(), false);
+}
+
+json mqtt_body() {
+    return {{"id", "i-1"},
+            {"name", "bridge"},
+            {"type", "MQTT"},
+            {"configuration",
+             {{"topicFilters", {"sensors/#"}},
+              {"clientConfiguration",
+               {{"host", "cloud.example"},
+                {"port", 8883},
+                {"ssl", true},
+                {"trustStoreFile", "/etc/ca.pem"},
+                {"topicName", "edge/${clientId}/${topic}"},
+                {"clientId", "edge-1"},
+                {"mqttVersion", 4},
+                {"qos", 2},
+                {"retained", true},
+                {"credentials", {{"type", "basic"}, {"username", "u"}, {"password", "p"}}},
+                {"keepAliveSec", 30},
+                {"connectTimeoutMs", 2000},
+                {"deliveryTimeoutMs", 4000},
+                {"cleanStart", false},
+                {"sessionExpiryInterval", 3600}}}}}};
+}
+
+TEST(IntegrationDefinition, ValidMqttBodyParsesEveryField) {
+    auto parsed = from_json(mqtt_body());
+    ASSERT_TRUE(std::holds_alternative<definition>(parsed)) << std::get<std::string>(parsed);
+    const auto& m = std::get<definition>(parsed).mqtt;
+    EXPECT_EQ(m.host, "cloud.example");
+    EXPECT_EQ(m.port, 8883);
+    EXPECT_TRUE(m.tls);
+    EXPECT_EQ(m.ca_file, "/etc/ca.pem");
+    EXPECT_EQ(m.topic_template, "edge/${clientId}/${topic}");
+    EXPECT_EQ(m.client_id, "edge-1");
+    EXPECT_EQ(m.mqtt_version, 4);
+    EXPECT_EQ(m.qos, 2);
+    EXPECT_TRUE(m.retain);
+    EXPECT_EQ(m.username, "u");
+    EXPECT_EQ(m.password, "p");
+    EXPECT_EQ(m.keep_alive, std::chrono::seconds(30));
+    EXPECT_EQ(m.connect_timeout, std::chrono::milliseconds(2000));
+    EXPECT_EQ(m.delivery_timeout, std::chrono::milliseconds(4000));
+    EXPECT_FALSE(m.clean_start);
+    EXPECT_EQ(m.session_expiry, 3600U);
+}
+
+TEST(IntegrationDefinition, MqttDefaultsBridgeThePayloadAsItIs) {
+    json body = {
+        {"id", "abc"},
+        {"name", "m"},
+        {"type", "MQTT"},
+        {"configuration", {{"topicFilters", {"#"}}, {"clientConfiguration", {{"host", "h"}}}}}};
+    auto parsed = from_json(body);
+    ASSERT_TRUE(std::holds_alternative<definition>(parsed)) << std::get<std::string>(parsed);
+    const auto& d = std::get<definition>(parsed);
+    EXPECT_EQ(d.payload, payload_format::binary);
+    EXPECT_EQ(d.mqtt.port, 1883);
+    EXPECT_FALSE(d.mqtt.tls);
+    EXPECT_EQ(d.mqtt.topic_template, "${topic}");
+    EXPECT_EQ(d.mqtt.client_id, "starling-ie-abc");
+    EXPECT_EQ(d.mqtt.mqtt_version, 5);
+    EXPECT_EQ(d.mqtt.qos, 1);
+    EXPECT_TRUE(d.mqtt.clean_start);
+}
+
+TEST(IntegrationDefinition, MqttErrorsNameTheOffendingField) {
+    const std::string where = "configuration.clientConfiguration.";
+    const std::vector<std::pair<const char*, json>> cases = {
+        {"host", ""},
+        {"host", "a b"},
+        {"port", 0},
+        {"port", 70000},
+        {"topicName", ""},
+        {"topicName", "out/#"},
+        {"topicName", "a/+/${topic}"},
+        {"mqttVersion", 3},
+        {"qos", 3},
+        {"ssl", "yes"},
+        {"credentials", {{"type", "bearer"}}},
+        {"credentials", {{"type", "basic"}}},
+        {"sessionExpiryInterval", -1},
+    };
+    for (const auto& [field, value] : cases) {
+        json body = mqtt_body();
+        body["configuration"]["clientConfiguration"][field] = value;
+        const auto err = error_of(body);
+        EXPECT_EQ(err.rfind(where + field, 0), 0U)
+            << field << "=" << value << " -> '" << err << "'";
+    }
 }
 
 json kafka_body() {
