@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from starling_it.brokers import MosquittoBroker, mosquitto_path
+from starling_it.cluster import requires_services, start_nodes
 from test_hostile_connections import wait_for
 from test_integrations import TOKEN, create, free_port, status_of
 
@@ -115,3 +116,39 @@ def test_check_reaches_the_far_broker(broker_factory, mosquitto):
     status, got = rest.call(broker, "POST", "/api/integration/check", TOKEN,
                             mqtt_body("c", ["#"], Dead))
     assert status == 400 and "target" in got["message"], got
+
+
+@requires_services
+def test_in_a_cluster_only_the_sending_node_connects(broker_factory, paho_client, uid, mosquitto):
+    """Two nodes: the bridge's client id is the integration's, so only the node that sends
+    (ACTIVE) connects to the far broker — Mosquitto never sees the session taken over. When that
+    node stops, the other one connects and carries on."""
+    nodes = start_nodes(broker_factory, 2, SECURITY_ADMIN_TOKEN=TOKEN)
+    far_sub = paho_client(mosquitto, protocol=5)
+    far_sub.subscribe(f"{uid}/#", qos=1)
+    made = create(nodes[0], mqtt_body("cluster-bridge", [f"{uid}/#"], mosquitto, maxRetries=1000,
+                                      retryBackoffMs=50, retryBackoffMaxMs=200))
+    client_id = f"starling-ie-{made['id']}"
+
+    def states() -> list[str]:
+        return sorted(status_of(n, made["id"])["state"] for n in nodes)
+
+    wait_for(lambda: states() == ["ACTIVE", "STANDBY"], timeout=60, what="one sender, one standby")
+    owner = next(n for n in nodes if status_of(n, made["id"])["state"] == "ACTIVE")
+    survivor = nodes[1] if owner is nodes[0] else nodes[0]
+    pub = paho_client(survivor, protocol=5)
+    for i in range(10):
+        pub.publish_and_wait(f"{uid}/x", f"{i}".encode(), qos=1)
+    assert [m.payload for m in far_sub.expect_messages(10, timeout=30)] == [
+        f"{i}".encode() for i in range(10)]
+    log = mosquitto.log_text()
+    assert log.count(f" as {client_id} ") == 1, "one connection, from the sending node"
+    assert "already connected" not in log
+
+    assert owner.stop() == 0
+    for i in range(10, 20):
+        pub.publish_and_wait(f"{uid}/x", f"{i}".encode(), qos=1)
+    payloads = [m.payload for m in far_sub.expect_messages(10, timeout=90)]
+    assert list(dict.fromkeys(payloads)) == [f"{i}".encode() for i in range(10, 20)], payloads
+    assert mosquitto.log_text().count(f" as {client_id} ") == 2, "the survivor connected"
+    assert "already connected" not in mosquitto.log_text()
