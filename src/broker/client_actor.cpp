@@ -3,6 +3,7 @@
 #include "broker/application_delivery.h"
 #include "broker/broker_core.h"
 #include "broker/group_inbox.h"
+#include "broker/lifecycle_events.h"
 #include "broker/session_coordinator.h"
 #include "mqtt/encoder.h"
 #include "mqtt/topic.h"
@@ -274,6 +275,7 @@ void client_actor::on_connect(client_msg::connect&& m) {
         }
         spdlog::info("client disconnected: id={} address={} version={} reason=session taken over",
                      client_id_, old->channel->remote_address(), version_name(old->version));
+        emit_event(integration::lifecycle_event::disconnected, "session taken over", {}, old.get());
         connected_.store(false, std::memory_order_release);
     }
     // A reconnect within the will delay cancels the pending will.
@@ -730,6 +732,8 @@ void client_actor::on_session_moved(const std::string& session_id, const std::st
             "client disconnected: id={} address={} version={} reason=session taken over on "
             "node {}",
             client_id_, old->channel->remote_address(), version_name(old->version), new_node_id);
+        emit_event(integration::lifecycle_event::disconnected,
+                   "session taken over on node " + new_node_id, {}, old.get());
     }
     // A clean start on the new node ends the session's subscriptions there: nothing to hand.
     drop_local_session(new_clean_start ? std::string() : new_node_id);
@@ -934,6 +938,7 @@ void client_actor::complete_connect(std::uint64_t channel_id, bool session_prese
         "keep_alive={}",
         client_id_, c.channel->remote_address(), version_name(c.version), session_present,
         persistent_, c.keep_alive);
+    emit_event(integration::lifecycle_event::connected, {}, {});
     core_.sessions().put_session(
         session_record{.client_id = client_id_,
                        .persistent = persistent_,
@@ -1752,6 +1757,7 @@ void client_actor::on_subscribe(mqtt::subscribe&& s) {
     codes.reserve(s.subscriptions.size());
     std::vector<std::pair<stored_subscription, bool>> retained_candidates;  // sub, existed
     std::vector<stored_subscription> new_shared;  // this client joins these groups
+    std::vector<std::string> granted_filters;     // for the SUBSCRIBED lifecycle event
     for (auto& req : s.subscriptions) {
         std::string_view filter = req.filter;
         std::string_view group;
@@ -1819,6 +1825,7 @@ void client_actor::on_subscribe(mqtt::subscribe&& s) {
                             .subscription_identifier = sub_id,
                             .share_group = sub.share_group});
         codes.push_back(static_cast<mqtt::reason_code>(granted));
+        granted_filters.push_back(req.filter);
         if (group.empty()) {
             retained_candidates.emplace_back(std::move(sub), existed);
         } else if (!existed) {
@@ -1828,10 +1835,10 @@ void client_actor::on_subscribe(mqtt::subscribe&& s) {
     app_sync_shared();
     const std::uint64_t channel_id = conn_->id;
     const std::uint16_t packet_id = s.packet_id;
-    write_subscriptions(
-        bind_status([channel_id, packet_id, codes = std::move(codes),
-                     retained_candidates = std::move(retained_candidates),
-                     new_shared = std::move(new_shared)](client_actor& a, status st) mutable {
+    write_subscriptions(bind_status(
+        [channel_id, packet_id, codes = std::move(codes),
+         retained_candidates = std::move(retained_candidates), new_shared = std::move(new_shared),
+         granted_filters = std::move(granted_filters)](client_actor& a, status st) mutable {
             if (!a.conn_ || a.conn_->id != channel_id) {
                 return;
             }
@@ -1844,6 +1851,10 @@ void client_actor::on_subscribe(mqtt::subscribe&& s) {
             a.send_packet(mqtt::suback{packet_id, codes, {}});
             if (!st) {
                 return;
+            }
+            if (!granted_filters.empty()) {
+                a.emit_event(integration::lifecycle_event::subscribed, {},
+                             std::move(granted_filters));
             }
             for (auto& [sub, existed] : retained_candidates) {
                 auto rh = sub.options.retain_handling;
@@ -1882,9 +1893,24 @@ void client_actor::deliver_retained(const stored_subscription& sub) {
     }
 }
 
+void client_actor::emit_event(integration::lifecycle_event e, std::string_view reason,
+                              std::vector<std::string> topic_filters, const connection_state* c) {
+    if (c == nullptr) {
+        c = conn_.get();
+    }
+    lifecycle_facts facts{
+        .client_id = client_id_, .reason = reason, .topic_filters = std::move(topic_filters)};
+    if (c != nullptr) {
+        facts.address = c->channel->remote_address();
+        facts.protocol_version = mqtt::to_string(c->version);
+    }
+    emit_lifecycle_event(core_, e, facts);
+}
+
 void client_actor::on_unsubscribe(mqtt::unsubscribe&& u) {
     std::vector<mqtt::reason_code> codes;
     codes.reserve(u.filters.size());
+    std::vector<std::string> removed_filters;  // for the UNSUBSCRIBED lifecycle event
     for (const auto& raw : u.filters) {
         std::string_view filter = raw;
         std::string_view group;
@@ -1900,6 +1926,10 @@ void client_actor::on_unsubscribe(mqtt::unsubscribe&& u) {
         core_.trie().unsubscribe(it->second.filter, client_id_, it->second.share_group);
         subscriptions_.erase(it);
         codes.push_back(mqtt::reason_code::success);
+        removed_filters.push_back(raw);
+    }
+    if (!removed_filters.empty()) {
+        emit_event(integration::lifecycle_event::unsubscribed, {}, std::move(removed_filters));
     }
     app_sync_shared();
     const std::uint64_t channel_id = conn_->id;
@@ -2169,6 +2199,7 @@ void client_actor::end_connection(metrics::disconnect_reason cause, std::string_
     core_.probe().disconnect_counted(cause);
     spdlog::info("client disconnected: id={} address={} version={} reason={}", client_id_,
                  c->channel->remote_address(), version_name(c->version), reason);
+    emit_event(integration::lifecycle_event::disconnected, reason, {}, c.get());
 
     // Will: published after the will delay or when the session ends, whichever comes first.
     if (c->will && !c->will_suppressed) {

@@ -39,6 +39,8 @@
 #include "routing/subscription.h"
 #include "starling/device_inbox.h"
 
+#include "integration/matcher.h"
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -291,6 +293,10 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     void on_pubcomp(std::uint16_t packet_id);
     void on_subscribe(mqtt::subscribe&& s);
     void on_unsubscribe(mqtt::unsubscribe&& u);
+    // A lifecycle event of this client for the integrations that asked for it
+    // (broker/lifecycle_events.h); about connection `c`, or the current one when null.
+    void emit_event(integration::lifecycle_event e, std::string_view reason,
+                    std::vector<std::string> topic_filters, const connection_state* c = nullptr);
     void on_disconnect(const mqtt::disconnect& d);
     void on_closed(client_msg::closed&& m);
     void on_writability(const client_msg::writability& w);

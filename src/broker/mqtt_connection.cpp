@@ -3,6 +3,7 @@
 #include "base/log_throttle.h"
 #include "broker/broker_core.h"
 #include "broker/client_actor.h"
+#include "broker/lifecycle_events.h"
 #include "mqtt/encoder.h"
 #include "mqtt/utf8.h"
 
@@ -275,6 +276,11 @@ void mqtt_connection::refuse_unauthorized(const mqtt::connect& c, mqtt::reason_c
     entry.password_provided = c.password.has_value();
     entry.tls_used = transport_->tls_peer() != nullptr;
     entry.reason = reason;
+    emit_lifecycle_event(core_, integration::lifecycle_event::auth_failed,
+                         {.client_id = c.client_id,
+                          .address = remote_address_,
+                          .protocol_version = mqtt::to_string(c.protocol_version),
+                          .reason = reason});
     core_.metadata().record_unauthorized(std::move(entry), [id = c.client_id](status st) {
         if (!st) {
             spdlog::warn("client {}: unauthorized-client log not written: {}", id,

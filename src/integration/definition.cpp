@@ -274,6 +274,7 @@ std::variant<mqtt_target, std::string> mqtt_of(const json& client) {
     if (!read_string(client, "host", t.host, where, error) ||
         !read_string(client, "trustStoreFile", t.ca_file, where, error) ||
         !read_string(client, "topicName", t.topic_template, where, error) ||
+        !read_string(client, "eventTopicName", t.event_topic_template, where, error) ||
         !read_string(client, "clientId", t.client_id, where, error) ||
         !read_int(client, "port", 1, 65535, port, where, error) ||
         !read_int(client, "mqttVersion", 4, 5, version, where, error) ||
@@ -293,6 +294,11 @@ std::variant<mqtt_target, std::string> mqtt_of(const json& client) {
     if (t.topic_template.empty() ||
         mqtt::validate_topic_name(literal) != mqtt::reason_code::success) {
         return where + "topicName: a topic name, with ${topic} / ${clientId} (no + or #)";
+    }
+    if (t.event_topic_template.empty() ||
+        mqtt::validate_topic_name(expand_template(t.event_topic_template, "t", "c")) !=
+            mqtt::reason_code::success) {
+        return where + "eventTopicName: a topic name, with ${clientId} (no + or #)";
     }
     for (const char* key : {"ssl", "verifyTls", "retained", "cleanStart"}) {
         auto it = client.find(key);
@@ -414,11 +420,28 @@ std::variant<definition, std::string> from_json(const json& body) {
     if (config == body.end() || !config->is_object()) {
         return std::string("configuration: a JSON object is required");
     }
+    if (auto events = config->find("lifecycleEvents");
+        events != config->end() && !events->is_null()) {
+        if (!events->is_array()) {
+            return std::string("configuration.lifecycleEvents: expected an array of event names");
+        }
+        for (const auto& e : *events) {
+            lifecycle_event event{};
+            if (!e.is_string() ||
+                !lifecycle_event_from_string(e.get_ref<const std::string&>(), event)) {
+                return "configuration.lifecycleEvents: '" +
+                       (e.is_string() ? e.get<std::string>() : e.dump()) +
+                       "' is not CONNECTED, DISCONNECTED, SUBSCRIBED, UNSUBSCRIBED or AUTH_FAILED";
+            }
+            d.events |= event_bit(event);
+        }
+    }
     auto filters = config->find("topicFilters");
-    if (filters == config->end() || !filters->is_array() || filters->empty() ||
+    if (filters == config->end() || !filters->is_array() || (filters->empty() && d.events == 0) ||
         filters->size() > max_topic_filters) {
         return std::string(
-            "configuration.topicFilters: an array of 1 to 100 topic filters is required");
+            "configuration.topicFilters: an array of up to 100 topic filters is required (at "
+            "least one unless lifecycleEvents asks for some)");
     }
     for (const auto& f : *filters) {
         if (!f.is_string() || mqtt::is_shared(f.get_ref<const std::string&>()) ||

@@ -7,6 +7,8 @@
 //   {"id", "createdTime", "name", "type": "HTTP" | "KAFKA" | "MQTT", "enabled",
 //    "configuration": {
 //      "topicFilters": ["sensors/#", ...],
+//      "lifecycleEvents": ["CONNECTED", "DISCONNECTED", "SUBSCRIBED", "UNSUBSCRIBED",
+//                          "AUTH_FAILED"]  (optional; topicFilters may then be empty),
 //      "clientConfiguration": {
 //        -- every type --
 //        "payloadContentType": "JSON" | "TEXT" | "BINARY",
@@ -27,6 +29,7 @@
 //        -- MQTT --
 //        "host", "port": 1883, "ssl": false, "trustStoreFile", "verifyTls": true,
 //        "topicName": "${topic}" (also "${clientId}" and literal text), "clientId",
+//        "eventTopicName": "starling/events/${clientId}" (lifecycle events),
 //        "mqttVersion": 5 | 4, "qos": 1, "retained": false,
 //        "credentials": {"type": "anonymous" | "basic", "username", "password"},
 //        "keepAliveSec": 60, "connectTimeoutMs": 10000, "deliveryTimeoutMs": 10000,
@@ -38,6 +41,7 @@
 #include "auth/http_client.h"
 #include "starling/metadata_store.h"
 
+#include "integration/matcher.h"
 #include <nlohmann/json_fwd.hpp>
 
 #include <chrono>
@@ -95,10 +99,11 @@ struct mqtt_target {
     bool tls = false;     // ssl:// instead of tcp://
     std::string ca_file;  // the broker's CA (PEM); empty: the system's
     bool verify_tls = true;
-    std::string topic_template = "${topic}";  // the topic published to
-    std::string client_id;                    // empty: "starling-ie-<integration id>"
-    int mqtt_version = 5;                     // 4 (3.1.1) or 5
-    int qos = 1;                              // 0, 1 or 2: success is PUBACK / PUBCOMP
+    std::string topic_template = "${topic}";                           // the topic published to
+    std::string event_topic_template = "starling/events/${clientId}";  // lifecycle events
+    std::string client_id;  // empty: "starling-ie-<integration id>"
+    int mqtt_version = 5;   // 4 (3.1.1) or 5
+    int qos = 1;            // 0, 1 or 2: success is PUBACK / PUBCOMP
     bool retain = false;
     std::string username;
     std::string password;
@@ -125,6 +130,7 @@ struct definition {
     std::string type = "HTTP";  // "HTTP", "KAFKA" or "MQTT": which target below is set
     bool enabled = true;
     std::vector<std::string> topic_filters;
+    std::uint32_t events = 0;  // event_bit()s of the lifecycle events it is sent
     payload_format payload = payload_format::json;
     delivery_settings delivery;
     http_target http;

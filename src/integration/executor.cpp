@@ -1,6 +1,7 @@
 #include "integration/executor.h"
 
 #include "base/retry_pacer.h"
+#include "broker/lifecycle_events.h"
 #include "broker/message.h"
 
 #include <prometheus/counter.h>
@@ -108,15 +109,37 @@ void executor::run(std::stop_token stop) {
     spdlog::info("integration {}: executor stopped", def_.id);
 }
 
+namespace {
+
+// One record of msg.ie.<id>: a message, or a client lifecycle event (its header says so).
+struct work_item {
+    std::string event;  // empty: a message
+    broker::app_message msg;
+    const log_record* source = nullptr;
+};
+
+std::string_view event_of(const log_record& r) {
+    for (const auto& h : r.headers) {
+        if (h.key == broker::lifecycle_event_header) {
+            return h.value;
+        }
+    }
+    return {};
+}
+
+}  // namespace
+
 bool executor::deliver_batch(const std::vector<log_record>& records, std::stop_token stop) {
     const auto& pacing = def_.delivery;
     base::retry_pacer retry_pacer("integration " + def_.id, {.first_delay = pacing.retry_first,
                                                              .max_delay = pacing.retry_max});
-    std::vector<broker::app_message> messages;
-    std::vector<const log_record*> sources;  // messages[i] came from *sources[i]
-    messages.reserve(records.size());
-    sources.reserve(records.size());
+    std::vector<work_item> items;
+    items.reserve(records.size());
     for (const auto& r : records) {
+        if (auto event = event_of(r); !event.empty()) {
+            items.push_back({std::string(event), {}, &r});
+            continue;
+        }
         auto msg = broker::parse_message(r.value);
         if (!msg) {
             spdlog::error("integration {}: unreadable record {}/{}@{} skipped", def_.id, r.topic,
@@ -125,18 +148,23 @@ bool executor::deliver_batch(const std::vector<log_record>& records, std::stop_t
             series_.failed.Increment();
             continue;
         }
-        messages.push_back(std::move(msg.value()));
-        sources.push_back(&r);
+        items.push_back({{}, std::move(msg.value()), &r});
     }
+    const auto attempt = [this](const work_item& item, std::function<void(send_outcome)> done) {
+        if (item.event.empty()) {
+            target_->send(item.msg, std::move(done));
+        } else {
+            target_->send_event(item.event, item.source->key, item.source->value, std::move(done));
+        }
+    };
     // Windows of max_in_flight: first attempts go out together; a failed one is then retried
     // on its own, in order, before the next window.
-    for (std::size_t first = 0; first < messages.size(); first += pacing.max_in_flight) {
-        const std::size_t last = std::min(messages.size(), first + pacing.max_in_flight);
+    for (std::size_t first = 0; first < items.size(); first += pacing.max_in_flight) {
+        const std::size_t last = std::min(items.size(), first + pacing.max_in_flight);
         std::vector<std::promise<send_outcome>> promises(last - first);
         for (std::size_t i = first; i < last; ++i) {
-            target_->send(messages[i], [p = &promises[i - first]](send_outcome o) {
-                p->set_value(std::move(o));
-            });
+            attempt(items[i],
+                    [p = &promises[i - first]](send_outcome o) { p->set_value(std::move(o)); });
         }
         std::vector<send_outcome> results;
         for (auto& p : promises) {
@@ -145,10 +173,11 @@ bool executor::deliver_batch(const std::vector<log_record>& records, std::stop_t
         for (std::size_t i = first; i < last; ++i) {
             send_outcome result = std::move(results[i - first]);
             std::uint32_t retries = 0;
+            const log_record& source = *items[i].source;
             while (!result.ok) {
                 note_failure(result.error);
                 // Stuck on this record: everything from it on waits (what integrationLag shows).
-                update_lag(sources[i]->topic, sources[i]->partition, sources[i]->offset);
+                update_lag(source.topic, source.partition, source.offset);
                 if (retries == pacing.max_retries) {
                     spdlog::warn("integration {}: message given up after {} retries: {}", def_.id,
                                  retries, result.error);
@@ -162,7 +191,10 @@ bool executor::deliver_batch(const std::vector<log_record>& records, std::stop_t
                 ++retries;
                 retried_.fetch_add(1, std::memory_order_relaxed);
                 series_.retried.Increment();
-                result = send_once(messages[i]);
+                std::promise<send_outcome> again;
+                auto future = again.get_future();
+                attempt(items[i], [&again](send_outcome o) { again.set_value(std::move(o)); });
+                result = future.get();
             }
             if (result.ok) {
                 retry_pacer.succeeded();
@@ -174,13 +206,6 @@ bool executor::deliver_batch(const std::vector<log_record>& records, std::stop_t
         }
     }
     return true;
-}
-
-send_outcome executor::send_once(const broker::app_message& msg) {
-    std::promise<send_outcome> promise;
-    auto future = promise.get_future();
-    target_->send(msg, [&promise](send_outcome o) { promise.set_value(std::move(o)); });
-    return future.get();
 }
 
 void executor::note_failure(const std::string& error) {

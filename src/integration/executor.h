@@ -67,7 +67,6 @@ class executor {
     // Sends the records of one polled batch; false when stopping interrupted it (nothing of
     // the batch may be committed then).
     bool deliver_batch(const std::vector<log_record>& records, std::stop_token stop);
-    send_outcome send_once(const broker::app_message& msg);
     void note_failure(const std::string& error);
     void note_success();
     // Lag after a polled batch was handled (records empty: the poll read everything).

@@ -23,8 +23,21 @@ void http_target_sender::send(const broker::app_message& msg,
     http_body body = make_http_body(msg, payload_);
     auto headers = target_.headers;
     headers.emplace_back("Content-Type", body.content_type);
-    client_.request(target_.method, std::move(headers), std::move(body.body),
-                    target_.request_timeout,
+    request(std::move(headers), std::move(body.body), std::move(done));
+}
+
+void http_target_sender::send_event(std::string_view event, const std::string& /*client_id*/,
+                                    const std::string& json,
+                                    std::function<void(send_outcome)> done) {
+    auto headers = target_.headers;
+    headers.emplace_back("Content-Type", "application/json");
+    headers.emplace_back("X-Starling-Event", std::string(event));
+    request(std::move(headers), json, std::move(done));
+}
+
+void http_target_sender::request(auth::http_headers headers, std::string body,
+                                 std::function<void(send_outcome)> done) {
+    client_.request(target_.method, std::move(headers), std::move(body), target_.request_timeout,
                     [done = std::move(done)](result<auth::http_response> r) {
                         if (!r) {
                             done({false, r.error().message()});

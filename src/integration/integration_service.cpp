@@ -157,7 +157,7 @@ void integration_service::apply(const std::vector<integration_row>& rows) {
     // The matcher first, so no new copies are routed to an integration being stopped.
     std::vector<integration_matcher::entry> entries;
     for (const auto& [id, d] : wanted) {
-        entries.push_back({id, topics_.msg_ie(id), d.topic_filters});
+        entries.push_back({id, topics_.msg_ie(id), d.topic_filters, d.events});
     }
     matcher_.replace(std::move(entries));
     for (const auto& id : to_stop) {

@@ -107,25 +107,40 @@ status kafka_target_sender::start() {
 
 void kafka_target_sender::send(const broker::app_message& msg,
                                std::function<void(send_outcome)> done) {
+    const http_body body = make_http_body(msg, payload_);
+    produce(expand_template(target_.key_template, msg.topic, msg.publisher_id), body.body, {},
+            std::move(done));
+}
+
+void kafka_target_sender::send_event(std::string_view event, const std::string& client_id,
+                                     const std::string& json,
+                                     std::function<void(send_outcome)> done) {
+    produce(client_id, json, event, std::move(done));
+}
+
+void kafka_target_sender::produce(const std::string& key, const std::string& value,
+                                  std::string_view event, std::function<void(send_outcome)> done) {
     if (stopping_.load() || producer_ == nullptr) {
         done({false, "stopping"});
         return;
     }
-    const http_body body = make_http_body(msg, payload_);
-    const std::string key = expand_template(target_.key_template, msg.topic, msg.publisher_id);
     rd_kafka_headers_t* headers = nullptr;
-    if (!target_.headers.empty()) {
-        headers = rd_kafka_headers_new(target_.headers.size());
-        for (const auto& [name, value] : target_.headers) {
+    if (!target_.headers.empty() || !event.empty()) {
+        headers = rd_kafka_headers_new(target_.headers.size() + 1);
+        for (const auto& [name, text] : target_.headers) {
             rd_kafka_header_add(headers, name.data(), static_cast<ssize_t>(name.size()),
-                                value.data(), static_cast<ssize_t>(value.size()));
+                                text.data(), static_cast<ssize_t>(text.size()));
+        }
+        if (!event.empty()) {
+            rd_kafka_header_add(headers, "ie-event", -1, event.data(),
+                                static_cast<ssize_t>(event.size()));
         }
     }
     auto* opaque = new done_fn(std::move(done));
     const rd_kafka_resp_err_t err =
         rd_kafka_producev(producer_, RD_KAFKA_V_TOPIC(target_.topic.c_str()),
                           RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                          RD_KAFKA_V_VALUE(const_cast<char*>(body.body.data()), body.body.size()),
+                          RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
                           RD_KAFKA_V_KEY(key.empty() ? nullptr : key.data(), key.size()),
                           RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_END);
     if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {

@@ -31,10 +31,15 @@ class kafka_target_sender final : public target {
 
     status start() override;
     void send(const broker::app_message& msg, std::function<void(send_outcome)> done) override;
+    // The event document as the value, the client id as the key, header ie-event = its name.
+    void send_event(std::string_view event, const std::string& client_id, const std::string& json,
+                    std::function<void(send_outcome)> done) override;
     void stop() override;
     std::string describe() const override;
 
   private:
+    void produce(const std::string& key, const std::string& value, std::string_view event,
+                 std::function<void(send_outcome)> done);
     kafka_target target_;
     payload_format payload_;
     std::string integration_id_;

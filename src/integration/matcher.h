@@ -13,6 +13,7 @@
 // table and may run on any thread. With no integration defined, match() is one atomic load.
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -20,12 +21,28 @@
 
 namespace starling::integration {
 
+// A client's lifecycle, as integrations can ask to be told of it (bit i = value i).
+enum class lifecycle_event : std::uint8_t {
+    connected,
+    disconnected,
+    subscribed,
+    unsubscribed,
+    auth_failed,  // CONNECT refused: bad credentials, not authorized, banned
+};
+inline constexpr std::size_t lifecycle_event_count = 5;
+std::string_view to_string(lifecycle_event e);  // "CONNECTED", ... (the API's names)
+bool lifecycle_event_from_string(std::string_view name, lifecycle_event& out);
+constexpr std::uint32_t event_bit(lifecycle_event e) {
+    return std::uint32_t{1} << static_cast<unsigned>(e);
+}
+
 class integration_matcher {
   public:
     struct entry {
         std::string integration_id;
         std::string log_topic;  // msg.ie.<id>
         std::vector<std::string> topic_filters;
+        std::uint32_t events = 0;  // event_bit()s of the lifecycle events it wants
     };
 
     // Replaces every entry (the enabled integrations).
@@ -42,10 +59,15 @@ class integration_matcher {
 
     bool empty() const noexcept { return empty_.load(std::memory_order_acquire); }
 
+    // Appends the log topic of every integration that wants `e`. One atomic load when none
+    // wants any event.
+    void match_event(lifecycle_event e, std::vector<std::string>& out) const;
+
   private:
     using table = std::vector<entry>;
     std::atomic<std::shared_ptr<const table>> table_{std::make_shared<const table>()};
     std::atomic<bool> empty_{true};
+    std::atomic<std::uint32_t> events_{0};  // union of the entries' events
 };
 
 }  // namespace starling::integration

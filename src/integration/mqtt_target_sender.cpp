@@ -336,6 +336,31 @@ void mqtt_target_sender::fail_all(const std::string& reason) {
 
 void mqtt_target_sender::send(const broker::app_message& msg,
                               std::function<void(send_outcome)> done) {
+    const http_body body = make_http_body(msg, payload_);
+    MQTTProperties props = MQTTProperties_initializer;
+    if (target_.mqtt_version == 5) {
+        props = forwarded_properties(msg, wall_ms());
+    }
+    publish(expand_template(target_.topic_template, msg.topic, msg.publisher_id), body.body, &props,
+            std::move(done));
+    MQTTProperties_free(&props);
+}
+
+void mqtt_target_sender::send_event(std::string_view /*event*/, const std::string& client_id,
+                                    const std::string& json,
+                                    std::function<void(send_outcome)> done) {
+    MQTTProperties props = MQTTProperties_initializer;
+    if (target_.mqtt_version == 5) {
+        add_string(props, MQTTPROPERTY_CODE_CONTENT_TYPE, "application/json");
+    }
+    publish(expand_template(target_.event_topic_template, "", client_id), json, &props,
+            std::move(done));
+    MQTTProperties_free(&props);
+}
+
+void mqtt_target_sender::publish(const std::string& topic, const std::string& payload,
+                                 MQTTProperties* properties,
+                                 std::function<void(send_outcome)> done) {
     const bool v5 = target_.mqtt_version == 5;
     attempt_context* ctx = nullptr;
     std::string refusal;
@@ -358,15 +383,13 @@ void mqtt_target_sender::send(const broker::app_message& msg,
         done({false, std::move(refusal)});  // outside the lock: it may wake the executor
         return;
     }
-    const http_body body = make_http_body(msg, payload_);
-    const std::string topic = expand_template(target_.topic_template, msg.topic, msg.publisher_id);
     MQTTAsync_message m = MQTTAsync_message_initializer;
-    m.payload = const_cast<char*>(body.body.data());
-    m.payloadlen = static_cast<int>(body.body.size());
+    m.payload = const_cast<char*>(payload.data());
+    m.payloadlen = static_cast<int>(payload.size());
     m.qos = target_.qos;
     m.retained = target_.retain ? 1 : 0;
-    if (v5) {
-        m.properties = forwarded_properties(msg, wall_ms());
+    if (v5 && properties != nullptr) {
+        m.properties = *properties;  // sendMessage copies them; the caller frees its own
     }
     MQTTAsync_responseOptions opts = MQTTAsync_responseOptions_initializer;
     opts.context = ctx;
@@ -378,7 +401,6 @@ void mqtt_target_sender::send(const broker::app_message& msg,
         opts.onFailure = send_failed_cb;
     }
     const int rc = MQTTAsync_sendMessage(client_, topic.c_str(), &m, &opts);  // copies it
-    MQTTProperties_free(&m.properties);
     if (rc != MQTTASYNC_SUCCESS) {
         // Not queued: no callback will come for this context.
         on_attempt_done(ctx, {false, "MQTT: " + reason_of(rc, nullptr)});

@@ -25,6 +25,8 @@
 #include <mutex>
 #include <thread>
 
+struct MQTTProperties;  // Paho's (MQTTProperties.h)
+
 namespace starling::integration {
 
 class mqtt_target_sender final : public target {
@@ -34,6 +36,9 @@ class mqtt_target_sender final : public target {
 
     status start() override;
     void send(const broker::app_message& msg, std::function<void(send_outcome)> done) override;
+    // Publishes the event document to eventTopicName (starling/events/${clientId}).
+    void send_event(std::string_view event, const std::string& client_id, const std::string& json,
+                    std::function<void(send_outcome)> done) override;
     void stop() override;
     void owner_changed(bool owner) override;
     std::string describe() const override { return uri_; }
@@ -54,6 +59,9 @@ class mqtt_target_sender final : public target {
         std::chrono::steady_clock::time_point deadline;
     };
     void supervise(std::stop_token stop);
+    // One PUBLISH of `payload` to `topic` (properties: MQTT 5 only, may be empty).
+    void publish(const std::string& topic, const std::string& payload, MQTTProperties* properties,
+                 std::function<void(send_outcome)> done);
     // Fails every attempt in flight with `reason` (outside the lock).
     void fail_all(const std::string& reason);
 

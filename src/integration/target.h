@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace starling::integration {
 
@@ -30,6 +31,10 @@ class target {
     virtual ~target() = default;
     virtual status start() { return {}; }
     virtual void send(const broker::app_message& msg, std::function<void(send_outcome)> done) = 0;
+    // A client lifecycle event (broker/lifecycle_events.h): `event` its name, `json` the event
+    // document as produced.
+    virtual void send_event(std::string_view event, const std::string& client_id,
+                            const std::string& json, std::function<void(send_outcome)> done) = 0;
     virtual void stop() = 0;
     // Whether this node holds the integration's partition (the executor says so after each poll
     // that changes it). A target with a session of its own on the far side — MQTT, whose client

@@ -15,12 +15,12 @@ namespace starling::metrics {
 namespace {
 
 constexpr std::array<std::string_view, drop_reason_count> drop_reason_names{
-    "non_writable", "incoming_rate",    "outgoing_rate", "device_persisted_limit",
-    "quota",        "queue_trim",       "expired",       "no_usable_shared_member",
-    "offline",      "packet_too_large", "mailbox_full",  "not_authorized",
-    "topic_levels", "retained_limit",
+    "non_writable", "incoming_rate",    "outgoing_rate",     "device_persisted_limit",
+    "quota",        "queue_trim",       "expired",           "no_usable_shared_member",
+    "offline",      "packet_too_large", "mailbox_full",      "not_authorized",
+    "topic_levels", "retained_limit",   "integration_event",
 };
-static_assert(static_cast<std::size_t>(drop_reason::retained_limit) + 1 == drop_reason_count);
+static_assert(static_cast<std::size_t>(drop_reason::integration_event) + 1 == drop_reason_count);
 
 prometheus::Gauge& gauge(prometheus::Registry& registry, const std::string& name,
                          const std::string& help) {

@@ -37,9 +37,10 @@ enum class drop_reason : std::uint8_t {
     not_authorized,           // publish refused by authorization
     topic_levels,             // topic deeper than mqtt.topic.max-segments-count
     retained_limit,           // v5 retained publish beyond mqtt.retained-messages.*
+    integration_event,        // a client lifecycle event the log refused for an integration
 };
 
-inline constexpr std::size_t drop_reason_count = 14;
+inline constexpr std::size_t drop_reason_count = 15;
 
 std::string_view to_string(drop_reason reason);
 // Sets `out` to the reason whose to_string is `name`; false when there is none.

@@ -147,3 +147,18 @@ def test_check_tells_a_live_cluster_from_a_dead_address(broker_factory):
     status, got = rest.call(broker, "POST", "/api/integration", TOKEN, bad)
     assert status == 400, got
     assert "configuration.clientConfiguration.otherProperties.no.such" in got["message"], got
+
+
+def test_lifecycle_events_become_records_keyed_by_client(broker_factory, paho_client, uid,
+                                                         kafka_topic):
+    broker = broker_factory(env={"SECURITY_ADMIN_TOKEN": TOKEN})
+    body = kafka_body("events", [], KAFKA, kafka_topic)
+    body["configuration"]["lifecycleEvents"] = ["CONNECTED", "DISCONNECTED"]
+    create(broker, body)
+    c = paho_client(broker, client_id=f"{uid}-dev", protocol=5)
+    c.close()
+    records = consume(kafka_topic, 2)
+    assert [dict(r.headers())["ie-event"] for r in records] == [b"CONNECTED", b"DISCONNECTED"]
+    for r in records:
+        assert r.key() == f"{uid}-dev".encode()
+        assert json.loads(r.value())["clientId"] == f"{uid}-dev"

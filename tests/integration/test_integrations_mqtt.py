@@ -152,3 +152,22 @@ def test_in_a_cluster_only_the_sending_node_connects(broker_factory, paho_client
     assert list(dict.fromkeys(payloads)) == [f"{i}".encode() for i in range(10, 20)], payloads
     assert mosquitto.log_text().count(f" as {client_id} ") == 2, "the survivor connected"
     assert "already connected" not in mosquitto.log_text()
+
+
+def test_lifecycle_events_are_published_to_the_event_topic(broker_factory, paho_client, uid,
+                                                            mosquitto):
+    import json
+
+    broker = broker_factory(env={"SECURITY_ADMIN_TOKEN": TOKEN})
+    far_sub = paho_client(mosquitto, protocol=5)
+    far_sub.subscribe(f"events/{uid}/#", qos=1)
+    body = mqtt_body("events", [], mosquitto, eventTopicName=f"events/{uid}/${{clientId}}")
+    body["configuration"]["lifecycleEvents"] = ["SUBSCRIBED"]
+    create(broker, body)
+    c = paho_client(broker, client_id=f"{uid}-dev", protocol=5)
+    c.subscribe(f"{uid}/cmd", qos=1)
+    [event] = far_sub.expect_messages(1, timeout=30)
+    assert event.topic == f"events/{uid}/{uid}-dev"
+    doc = json.loads(event.payload)
+    assert doc["event"] == "SUBSCRIBED" and doc["topicFilters"] == [f"{uid}/cmd"]
+    assert event.properties.get("content_type") == "application/json"

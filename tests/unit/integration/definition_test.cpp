@@ -375,4 +375,35 @@ TEST(IntegrationDefinition, Base64MatchesRfc4648Vectors) {
 }
 
 }  // namespace
+TEST(IntegrationDefinition, LifecycleEventsAreNamedAndMayStandAlone) {
+    json body = valid_body();
+    body["configuration"]["lifecycleEvents"] = {"CONNECTED", "AUTH_FAILED"};
+    body["configuration"]["topicFilters"] = json::array();
+    auto parsed = from_json(body);
+    ASSERT_TRUE(std::holds_alternative<definition>(parsed)) << std::get<std::string>(parsed);
+    const auto& d = std::get<definition>(parsed);
+    EXPECT_EQ(d.events,
+              event_bit(lifecycle_event::connected) | event_bit(lifecycle_event::auth_failed));
+    EXPECT_TRUE(d.topic_filters.empty());
+
+    body["configuration"]["lifecycleEvents"] = {"CONNECTED", "EXPLODED"};
+    EXPECT_EQ(error_of(body).rfind("configuration.lifecycleEvents", 0), 0U) << error_of(body);
+    body["configuration"]["lifecycleEvents"] = "CONNECTED";
+    EXPECT_EQ(error_of(body).rfind("configuration.lifecycleEvents", 0), 0U) << error_of(body);
+    // Neither a filter nor an event: nothing would ever be sent.
+    body["configuration"]["lifecycleEvents"] = json::array();
+    EXPECT_EQ(error_of(body).rfind("configuration.topicFilters", 0), 0U) << error_of(body);
+}
+
+TEST(IntegrationDefinition, EventNamesRoundTrip) {
+    for (std::size_t i = 0; i < lifecycle_event_count; ++i) {
+        const auto e = static_cast<lifecycle_event>(i);
+        lifecycle_event back{};
+        ASSERT_TRUE(lifecycle_event_from_string(to_string(e), back)) << i;
+        EXPECT_EQ(back, e);
+    }
+    lifecycle_event ignored{};
+    EXPECT_FALSE(lifecycle_event_from_string("connected", ignored));
+}
+
 }  // namespace starling::integration

@@ -35,6 +35,34 @@ TEST(IntegrationMatcher, EachIntegrationMatchesOnceInEntryOrder) {
     EXPECT_TRUE(match(m, "z").empty());
 }
 
+TEST(IntegrationMatcher, EventsGoOnlyToTheIntegrationsThatAskedForThem) {
+    integration_matcher m;
+    std::vector<std::string> out;
+    m.match_event(lifecycle_event::connected, out);
+    EXPECT_TRUE(out.empty());
+    m.replace({{"msgs", "msg.ie.msgs", {"#"}},
+               {"conn", "msg.ie.conn", {}, event_bit(lifecycle_event::connected)},
+               {"both",
+                "msg.ie.both",
+                {"a"},
+                event_bit(lifecycle_event::connected) | event_bit(lifecycle_event::auth_failed)}});
+    m.match_event(lifecycle_event::connected, out);
+    EXPECT_EQ(out, (std::vector<std::string>{"msg.ie.conn", "msg.ie.both"}));
+    out.clear();
+    m.match_event(lifecycle_event::auth_failed, out);
+    EXPECT_EQ(out, (std::vector<std::string>{"msg.ie.both"}));
+    out.clear();
+    m.match_event(lifecycle_event::subscribed, out);
+    EXPECT_TRUE(out.empty());
+    // An events-only integration matches no message.
+    m.match("x", out);
+    EXPECT_EQ(out, (std::vector<std::string>{"msg.ie.msgs"}));
+    out.clear();
+    m.replace({});
+    m.match_event(lifecycle_event::connected, out);
+    EXPECT_TRUE(out.empty());
+}
+
 TEST(IntegrationMatcher, DollarTopicsMatchOnlyDollarFilters) {
     integration_matcher m;
     m.replace({{"all", "msg.ie.all", {"#"}}, {"sys", "msg.ie.sys", {"$SYS/#"}}});
