@@ -3,6 +3,7 @@
 #include "base/retry_pacer.h"
 #include "broker/lifecycle_events.h"
 #include "broker/message.h"
+#include "starling/clock.h"
 
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
@@ -17,12 +18,6 @@ namespace {
 
 constexpr std::chrono::milliseconds poll_timeout{200};
 constexpr std::size_t max_poll_records = 50;  // TBMQ's integration consumer default
-
-std::int64_t wall_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
 
 }  // namespace
 
@@ -213,7 +208,7 @@ void executor::note_failure(const std::string& error) {
     series_.up.Set(0);
     std::lock_guard lock(error_mutex_);
     last_error_ = error;
-    last_error_ms_ = wall_ms();
+    last_error_ms_ = system_clock::instance().epoch_ms();
 }
 
 void executor::note_success() {

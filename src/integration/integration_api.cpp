@@ -1,6 +1,7 @@
 #include "integration/integration_api.h"
 
 #include "auth/random_uuid.h"
+#include "starling/clock.h"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -61,12 +62,6 @@ json full_json(const definition& d, const integration_service& service) {
     json j = to_json(d);
     j["status"] = status_json(d, service);
     return j;
-}
-
-std::int64_t now_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
 }
 
 // Every stored integration that parses (a row that does not is logged and left out).
@@ -221,7 +216,7 @@ void add_integration_routes(http::router& routes, metadata_store& store,
                                         "no random id available"));
                     return;
                 }
-                d.created_time_ms = now_ms();
+                d.created_time_ms = system_clock::instance().epoch_ms();
                 save(std::move(d), std::move(done));
                 return;
             }

@@ -1,5 +1,7 @@
 #include "integration/mqtt_target_sender.h"
 
+#include "starling/clock.h"
+
 #include "integration/http_payload.h"
 #include <MQTTAsync.h>
 #include <spdlog/spdlog.h>
@@ -120,12 +122,6 @@ MQTTProperties forwarded_properties(const broker::app_message& msg, std::int64_t
     return props;
 }
 
-std::int64_t wall_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
 }  // namespace
 
 mqtt_target_sender::mqtt_target_sender(const definition& d)
@@ -213,6 +209,7 @@ void mqtt_target_sender::supervise(std::stop_token stop) {
             MQTTAsync_disconnect(client_, &opts);
             spdlog::info("integration {}: another node sends now; disconnected from {}",
                          integration_id_, uri_);
+            fail_all("MQTT: disconnected (another node sends now)");
         }
         if (connect_now) {
             const bool v5 = target_.mqtt_version == 5;
@@ -274,7 +271,8 @@ void mqtt_target_sender::on_connected() {
         }
         connected_ = true;
         connecting_ = false;
-        backoff_ = std::chrono::milliseconds(100);
+        // The backoff is reset by the first acknowledged PUBLISH, not here: a broker that
+        // accepts and then drops the connection at once is retried with a growing delay.
         last_error_.clear();
     }
     spdlog::info("integration {}: connected to {} as {}", integration_id_, uri_, target_.client_id);
@@ -302,6 +300,7 @@ void mqtt_target_sender::on_connection_lost(std::string reason) {
         connecting_ = false;
         last_error_ = "connection lost: " + reason;
         next_connect_ = clock::now() + backoff_;
+        backoff_ = std::min(backoff_ * 2, max_backoff);
     }
     spdlog::warn("integration {}: connection to {} lost: {}", integration_id_, uri_, reason);
     fail_all("MQTT: connection to " + uri_ + " lost");
@@ -315,6 +314,9 @@ void mqtt_target_sender::on_attempt_done(attempt_context* ctx, send_outcome outc
         if (auto it = in_flight_.find(ctx->id); it != in_flight_.end()) {
             done = std::move(it->second.done);
             in_flight_.erase(it);
+        }
+        if (outcome.ok) {
+            backoff_ = std::chrono::milliseconds(100);  // the connection works
         }
         contexts_.erase(ctx);  // Paho is done with it
     }
@@ -339,7 +341,7 @@ void mqtt_target_sender::send(const broker::app_message& msg,
     const http_body body = make_http_body(msg, payload_);
     MQTTProperties props = MQTTProperties_initializer;
     if (target_.mqtt_version == 5) {
-        props = forwarded_properties(msg, wall_ms());
+        props = forwarded_properties(msg, system_clock::instance().epoch_ms());
     }
     publish(expand_template(target_.topic_template, msg.topic, msg.publisher_id), body.body, &props,
             std::move(done));

@@ -9,7 +9,8 @@
 //
 // Connection: only while this node owns the integration (owner_changed), since the client id is
 // the integration's and two nodes connecting with it would take the session from each other. A
-// supervisor thread connects, reconnects after a loss with a backoff (100 ms doubling to 10 s),
+// supervisor thread connects, reconnects after a loss with a backoff (100 ms doubling to 10 s,
+// back to 100 ms once a PUBLISH is acknowledged),
 // and fails an attempt not acknowledged within deliveryTimeoutMs. While disconnected an attempt
 // fails at once ("not connected ..."), and the executor's retries pace it. A connection lost
 // with attempts in flight fails them: the executor sends them again (at least once).
