@@ -1758,6 +1758,8 @@ void client_actor::on_subscribe(mqtt::subscribe&& s) {
     std::vector<std::pair<stored_subscription, bool>> retained_candidates;  // sub, existed
     std::vector<stored_subscription> new_shared;  // this client joins these groups
     std::vector<std::string> granted_filters;     // for the SUBSCRIBED lifecycle event
+    const bool want_subscribed =
+        core_.integrations().wants_event(integration::lifecycle_event::subscribed);
     for (auto& req : s.subscriptions) {
         std::string_view filter = req.filter;
         std::string_view group;
@@ -1825,7 +1827,9 @@ void client_actor::on_subscribe(mqtt::subscribe&& s) {
                             .subscription_identifier = sub_id,
                             .share_group = sub.share_group});
         codes.push_back(static_cast<mqtt::reason_code>(granted));
-        granted_filters.push_back(req.filter);
+        if (want_subscribed) {
+            granted_filters.push_back(req.filter);
+        }
         if (group.empty()) {
             retained_candidates.emplace_back(std::move(sub), existed);
         } else if (!existed) {
@@ -1911,6 +1915,8 @@ void client_actor::on_unsubscribe(mqtt::unsubscribe&& u) {
     std::vector<mqtt::reason_code> codes;
     codes.reserve(u.filters.size());
     std::vector<std::string> removed_filters;  // for the UNSUBSCRIBED lifecycle event
+    const bool want_unsubscribed =
+        core_.integrations().wants_event(integration::lifecycle_event::unsubscribed);
     for (const auto& raw : u.filters) {
         std::string_view filter = raw;
         std::string_view group;
@@ -1926,7 +1932,9 @@ void client_actor::on_unsubscribe(mqtt::unsubscribe&& u) {
         core_.trie().unsubscribe(it->second.filter, client_id_, it->second.share_group);
         subscriptions_.erase(it);
         codes.push_back(mqtt::reason_code::success);
-        removed_filters.push_back(raw);
+        if (want_unsubscribed) {
+            removed_filters.push_back(raw);
+        }
     }
     if (!removed_filters.empty()) {
         emit_event(integration::lifecycle_event::unsubscribed, {}, std::move(removed_filters));

@@ -235,6 +235,7 @@ bool persisted_consumer::write_batch(std::vector<log_record>& records) {
     std::map<std::string, std::vector<inbox_entry>> by_client;
     // Signal-only records from another node's consumer: (client id, already forwarded once).
     std::vector<std::pair<std::string, bool>> signalled;
+    std::map<topic_partition, std::string> log_names;  // "<topic>/<partition>", once per batch
     for (auto& rec : records) {
         if (is_inbox_signal(rec)) {
             signalled.emplace_back(rec.key, is_forwarded_signal(rec));
@@ -258,10 +259,12 @@ bool persisted_consumer::write_batch(std::vector<log_record>& records) {
         }
         // The log position lets the inbox skip this copy when the batch is read again (a
         // retry after another client's append failed, or a restart before the commit).
-        by_client[rec.key].push_back(
-            inbox_entry{std::move(rec.value), expires,
-                        log_position{fmt::format("{}/{}", rec.topic, rec.partition), rec.offset,
-                                     rec.timestamp_ms}});
+        auto& log_name = log_names[{rec.topic, rec.partition}];
+        if (log_name.empty()) {
+            log_name = fmt::format("{}/{}", rec.topic, rec.partition);
+        }
+        by_client[rec.key].push_back(inbox_entry{
+            std::move(rec.value), expires, log_position{log_name, rec.offset, rec.timestamp_ms}});
     }
     ack_join join(by_client.size());
     std::mutex appended_mutex;

@@ -37,7 +37,7 @@ void integration_matcher::replace(std::vector<entry> entries) {
 }
 
 void integration_matcher::match_event(lifecycle_event e, std::vector<std::string>& out) const {
-    if ((events_.load(std::memory_order_acquire) & event_bit(e)) == 0) {
+    if (!wants_event(e)) {
         return;
     }
     const auto snapshot = table_.load(std::memory_order_acquire);

@@ -62,6 +62,11 @@ class integration_matcher {
     // Appends the log topic of every integration that wants `e`. One atomic load when none
     // wants any event.
     void match_event(lifecycle_event e, std::vector<std::string>& out) const;
+    // Whether some integration wants `e` (one atomic load): callers skip gathering an event's
+    // details when none does.
+    bool wants_event(lifecycle_event e) const noexcept {
+        return (events_.load(std::memory_order_acquire) & event_bit(e)) != 0;
+    }
 
   private:
     using table = std::vector<entry>;

@@ -333,6 +333,17 @@ def payloads_in_first_arrival_order(target: HttpTarget) -> list[str]:
     return firsts
 
 
+def one_sender(nodes: list, integration_id: str) -> tuple:
+    """Waits until one of two nodes sends for the integration (ACTIVE) and the other stands by;
+    returns (sender, the other)."""
+    def states() -> list[str]:
+        return sorted(status_of(n, integration_id)["state"] for n in nodes)
+
+    wait_for(lambda: states() == ["ACTIVE", "STANDBY"], timeout=60, what="one sender, one standby")
+    owner = next(n for n in nodes if status_of(n, integration_id)["state"] == "ACTIVE")
+    return owner, nodes[1] if owner is nodes[0] else nodes[0]
+
+
 @requires_services
 def test_cluster_has_one_sender_and_another_node_takes_over_after_sigkill(
         broker_factory, paho_client, target, uid):
@@ -344,12 +355,7 @@ def test_cluster_has_one_sender_and_another_node_takes_over_after_sigkill(
     made = create(nodes[0], body_for("cluster", [f"{uid}/#"], target.url, maxRetries=1000,
                                      retryBackoffMs=50, retryBackoffMaxMs=200))
 
-    def states() -> list[str]:
-        return sorted(status_of(n, made["id"])["state"] for n in nodes)
-
-    wait_for(lambda: states() == ["ACTIVE", "STANDBY"], timeout=60, what="one sender, one standby")
-    owner = next(n for n in nodes if status_of(n, made["id"])["state"] == "ACTIVE")
-    survivor = nodes[1] if owner is nodes[0] else nodes[0]
+    owner, survivor = one_sender(nodes, made["id"])
     pub = paho_client(survivor, protocol=5)
     for i in range(20):
         pub.publish_and_wait(f"{uid}/x", f"{i}".encode(), qos=1)

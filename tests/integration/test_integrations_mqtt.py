@@ -11,7 +11,7 @@ import pytest
 from starling_it.brokers import MosquittoBroker, mosquitto_path
 from starling_it.cluster import requires_services, start_nodes
 from test_hostile_connections import wait_for
-from test_integrations import TOKEN, create, free_port, status_of
+from test_integrations import TOKEN, create, free_port, one_sender, status_of
 
 pytestmark = pytest.mark.starlingd_only(reason="integrations are starlingd's")
 
@@ -130,12 +130,7 @@ def test_in_a_cluster_only_the_sending_node_connects(broker_factory, paho_client
                                       retryBackoffMs=50, retryBackoffMaxMs=200))
     client_id = f"starling-ie-{made['id']}"
 
-    def states() -> list[str]:
-        return sorted(status_of(n, made["id"])["state"] for n in nodes)
-
-    wait_for(lambda: states() == ["ACTIVE", "STANDBY"], timeout=60, what="one sender, one standby")
-    owner = next(n for n in nodes if status_of(n, made["id"])["state"] == "ACTIVE")
-    survivor = nodes[1] if owner is nodes[0] else nodes[0]
+    owner, survivor = one_sender(nodes, made["id"])
     pub = paho_client(survivor, protocol=5)
     for i in range(10):
         pub.publish_and_wait(f"{uid}/x", f"{i}".encode(), qos=1)
