@@ -88,8 +88,12 @@ def test_master_killed_mid_stream_loses_nothing(broker_factory, paho_client, uid
         if seq == PER_DEVICE // 3:
             redis_cluster.node(victim).kill()  # its replica has every write the nodes counted
         publish_round(seq)
-    wait_for(lambda: victim not in redis_cluster.masters() and len(redis_cluster.masters()) == 3,
-             timeout=60, what="a replica promoted in place of the killed master")
+    try:
+        wait_for(lambda: victim not in redis_cluster.masters()
+                 and len(redis_cluster.masters()) == 3,
+                 timeout=60, what="a replica promoted in place of the killed master")
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n{redis_cluster.diagnostics()}") from None
     # The killed node comes back (as operators bring a failed one back): it rejoins as a
     # replica, so the promoted master has a replica to WAIT for again.
     redis_cluster.node(victim).start()

@@ -113,9 +113,10 @@ class PrivateSentinelGroup:
 
 class PrivateRedisCluster:
     """A Redis Cluster of the test's own: `masters` masters with `replicas` replicas each, on
-    free loopback ports (cluster bus on port + 10000), a node judged failed after 1 s so a
+    free loopback ports (cluster bus on port + 10000), a node judged failed after 2 s so a
     replica takes over in seconds. A killed node can be started again on its port and data
-    directory: it rejoins (a former master as a replica of its successor)."""
+    directory: it rejoins (a former master as a replica of its successor). Each node logs to
+    redis.log in its directory; diagnostics() gathers what a failed wait should show."""
 
     def __init__(self, data: Path, masters: int = 3, replicas: int = 1):
         if shutil.which("redis-cli") is None:
@@ -130,7 +131,17 @@ class PrivateRedisCluster:
             node._command = [shutil.which("redis-server"), "--bind", "127.0.0.1",
                              "--port", str(node.port), "--dir", str(node_dir),
                              "--save", "", "--appendonly", "no",
-                             "--cluster-enabled", "yes", "--cluster-node-timeout", "1000",
+                             "--logfile", str(node_dir / "redis.log"),
+                             "--cluster-enabled", "yes",
+                             # 2 s, not less: on a loaded CI machine a shorter timeout flags live
+                             # nodes as failing and elections time out.
+                             "--cluster-node-timeout", "2000",
+                             # Redis lets a replica fail over only while its data is younger
+                             # than node-timeout x 10 + 10 s; elections that keep failing on a
+                             # busy machine would use that up and leave the slots unserved for
+                             # good. 0: the replica always stands (it has every write WAIT
+                             # counted, which is what the tests rely on).
+                             "--cluster-replica-validity-factor", "0",
                              "--cluster-config-file", "nodes.conf"]
             self.nodes.append(node)
 
@@ -171,6 +182,19 @@ class PrivateRedisCluster:
 
     def node(self, port: int) -> PrivateRedis:
         return next(n for n in self.nodes if n.port == port)
+
+    def diagnostics(self) -> str:
+        """Every node's view of the cluster and the tail of its log: for a failed wait."""
+        parts = []
+        for node in self.nodes:
+            running = node.proc is not None and node.proc.poll() is None
+            parts.append(f"--- node {node.port} ({'running' if running else 'stopped'})")
+            if running:
+                parts.append(redis_cli(node.port, "CLUSTER", "NODES"))
+            log = Path(node._command[node._command.index("--dir") + 1]) / "redis.log"
+            if log.exists():
+                parts.extend(log.read_text(errors="replace").splitlines()[-15:])
+        return "\n".join(parts)
 
     def seeds(self) -> str:
         return ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
