@@ -280,7 +280,9 @@ std::error_code map_error(const beast::error_code& ec, time_point deadline) {
         ec == bhttp::error::buffer_overflow) {
         return make_error_code(http_client_errc::too_large);
     }
-    return make_error_code(http_client_errc::transport);
+    // Refused, reset, unreachable, a malformed answer...: the error itself, so its message
+    // says which (an integration's lastError, an auth provider's log line).
+    return ec;
 }
 
 asio::awaitable<result<std::unique_ptr<connection>>> open_connection(state_ptr s,

@@ -64,12 +64,14 @@ struct http_response {
     std::string body;
 };
 
-// Why an exchange failed without an HTTP status.
+// Why an exchange failed without an HTTP status. Other failures — a refused, reset or
+// unreachable connection, a name that does not resolve, a malformed response — come as the
+// underlying system or Beast error, whose message names the cause ("Connection refused").
 enum class http_client_errc {
     timeout = 1,  // the deadline passed (queueing, connecting, handshake, write or read)
     stopped,      // stop() was called
     too_large,    // the response exceeded max_response_bytes
-    transport,    // connection refused / reset, malformed response
+    transport,    // the TLS server name could not be set
     tls,          // TLS handshake failed (certificate not trusted, host name mismatch, ...)
 };
 const std::error_category& http_client_category();

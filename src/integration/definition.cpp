@@ -56,6 +56,37 @@ bool header_safe(std::string_view s) {
                         [](char c) { return c == '\r' || c == '\n' || c == 0; });
 }
 
+// A client configuration's `credentials` (absent or null: anonymous). `type` comes lower-cased.
+struct credentials_fields {
+    std::string type = "anonymous";
+    std::string username;
+    std::string password;
+    std::string token;
+};
+
+// Empty on success, else the error naming the field.
+std::string read_credentials(const json& client, const std::string& where,
+                             credentials_fields& out) {
+    auto c = client.find("credentials");
+    if (c == client.end() || c->is_null()) {
+        return {};
+    }
+    if (!c->is_object()) {
+        return where + "credentials: expected an object";
+    }
+    const std::string cw = where + "credentials.";
+    std::string error;
+    if (!read_string(*c, "type", out.type, cw, error) ||
+        !read_string(*c, "username", out.username, cw, error) ||
+        !read_string(*c, "password", out.password, cw, error) ||
+        !read_string(*c, "token", out.token, cw, error)) {
+        return error;
+    }
+    std::transform(out.type.begin(), out.type.end(), out.type.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    return {};
+}
+
 std::variant<http_target, std::string> http_of(const json& client) {
     const std::string where = "configuration.clientConfiguration.";
     std::string error;
@@ -93,35 +124,24 @@ std::variant<http_target, std::string> http_of(const json& client) {
             t.headers.emplace_back(name, value.get<std::string>());
         }
     }
-    if (auto c = client.find("credentials"); c != client.end() && !c->is_null()) {
-        if (!c->is_object()) {
-            return where + "credentials: expected an object";
+    credentials_fields cred;
+    if (auto e = read_credentials(client, where, cred); !e.empty()) {
+        return e;
+    }
+    const std::string cw = where + "credentials.";
+    if (cred.type == "basic") {
+        if (cred.username.empty()) {
+            return cw + "username: required for basic credentials";
         }
-        std::string type = "anonymous";
-        std::string user, password, token;
-        const std::string cw = where + "credentials.";
-        if (!read_string(*c, "type", type, cw, error) ||
-            !read_string(*c, "username", user, cw, error) ||
-            !read_string(*c, "password", password, cw, error) ||
-            !read_string(*c, "token", token, cw, error)) {
-            return error;
+        t.headers.emplace_back("Authorization",
+                               "Basic " + base64_encode(cred.username + ":" + cred.password));
+    } else if (cred.type == "bearer") {
+        if (cred.token.empty() || !header_safe(cred.token)) {
+            return cw + "token: required for bearer credentials (no CR/LF)";
         }
-        std::transform(type.begin(), type.end(), type.begin(),
-                       [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-        if (type == "basic") {
-            if (user.empty()) {
-                return cw + "username: required for basic credentials";
-            }
-            t.headers.emplace_back("Authorization",
-                                   "Basic " + base64_encode(user + ":" + password));
-        } else if (type == "bearer") {
-            if (token.empty() || !header_safe(token)) {
-                return cw + "token: required for bearer credentials (no CR/LF)";
-            }
-            t.headers.emplace_back("Authorization", "Bearer " + token);
-        } else if (type != "anonymous") {
-            return cw + "type: anonymous, basic or bearer";
-        }
+        t.headers.emplace_back("Authorization", "Bearer " + cred.token);
+    } else if (cred.type != "anonymous") {
+        return cw + "type: anonymous, basic or bearer";
     }
     std::int64_t timeout = t.request_timeout.count();
     if (!read_int(client, "readTimeoutMs", 100, 600'000, timeout, where, error)) {
@@ -310,24 +330,18 @@ std::variant<mqtt_target, std::string> mqtt_of(const json& client) {
     t.verify_tls = client.value("verifyTls", true);
     t.retain = client.value("retained", false);
     t.clean_start = client.value("cleanStart", true);
-    if (auto c = client.find("credentials"); c != client.end() && !c->is_null()) {
-        const std::string cw = where + "credentials.";
-        std::string type = "anonymous";
-        if (!c->is_object() || !read_string(*c, "type", type, cw, error) ||
-            !read_string(*c, "username", t.username, cw, error) ||
-            !read_string(*c, "password", t.password, cw, error)) {
-            return error.empty() ? where + "credentials: expected an object" : error;
+    credentials_fields cred;
+    if (auto e = read_credentials(client, where, cred); !e.empty()) {
+        return e;
+    }
+    if (cred.type == "basic") {
+        if (cred.username.empty()) {
+            return where + "credentials.username: required for basic credentials";
         }
-        std::transform(type.begin(), type.end(), type.begin(),
-                       [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-        if (type == "anonymous") {
-            t.username.clear();
-            t.password.clear();
-        } else if (type != "basic") {
-            return cw + "type: anonymous or basic";
-        } else if (t.username.empty()) {
-            return cw + "username: required for basic credentials";
-        }
+        t.username = std::move(cred.username);
+        t.password = std::move(cred.password);
+    } else if (cred.type != "anonymous") {
+        return where + "credentials.type: anonymous or basic";
     }
     t.port = static_cast<std::uint16_t>(port);
     t.mqtt_version = static_cast<int>(version);

@@ -6,13 +6,10 @@
 #include "support/manual_clock.h"
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <condition_variable>
-#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
-#include <tuple>
 
 namespace starling::broker {
 namespace {
@@ -163,38 +160,10 @@ class recording_store final : public metadata_store {
     void delete_application_shared_subscription(std::string, callback<bool> done) override {
         done({boost::system::in_place_error, unused()});
     }
-    // Integrations: unused by the recorder, kept by id as the port describes.
-    void save_integration(integration_row row, done_callback done) override {
-        {
-            std::lock_guard lock(mutex_);
-            auto [it, inserted] = integrations_.try_emplace(row.id, row);
-            if (!inserted) {
-                row.created_time_ms = it->second.created_time_ms;
-                it->second = std::move(row);
-            }
-        }
-        done({});
-    }
-    void list_integrations(callback<std::vector<integration_row>> done) override {
-        std::vector<integration_row> out;
-        {
-            std::lock_guard lock(mutex_);
-            for (const auto& [id, row] : integrations_) {
-                out.push_back(row);
-            }
-        }
-        std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
-            return std::tie(a.created_time_ms, a.id) < std::tie(b.created_time_ms, b.id);
-        });
-        done(std::move(out));
-    }
-    void delete_integration(std::string id, callback<bool> done) override {
-        bool erased = false;
-        {
-            std::lock_guard lock(mutex_);
-            erased = integrations_.erase(id) > 0;
-        }
-        done(erased);
+    void save_integration(integration_row, done_callback done) override { done(unused()); }
+    void list_integrations(callback<std::vector<integration_row>> done) override { done(unused()); }
+    void delete_integration(std::string, callback<bool> done) override {
+        done({boost::system::in_place_error, unused()});
     }
     void record_unauthorized(unauthorized_client, done_callback done) override { done(unused()); }
     void list_unauthorized(unauthorized_query, callback<unauthorized_page> done) override {
@@ -229,7 +198,6 @@ class recording_store final : public metadata_store {
     std::vector<std::vector<stats_point>> saves_;
     std::vector<done_callback> held_;
     std::vector<std::int64_t> sweeps_;
-    std::map<std::string, integration_row> integrations_;
 };
 
 class stats_recorder_test : public ::testing::Test {
