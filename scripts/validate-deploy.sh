@@ -560,9 +560,9 @@ def check_compose(path):
             problem(f"compose: `starling` does not publish {port[1:]}")
     for name, svc in services.items():
         profiles = svc.get("profiles") or []
-        if name != "starling" and "cluster" not in profiles and "monitoring" not in profiles:
-            problem(f"compose: service {name} has neither the `cluster` nor the `monitoring` "
-                    "profile (only the embedded node starts without one)")
+        if name != "starling" and not {"cluster", "monitoring", "ie"} & set(profiles):
+            problem(f"compose: service {name} has none of the `cluster`, `monitoring` and `ie` "
+                    "profiles (only the embedded node starts without one)")
         for v in svc.get("volumes", []):
             src = str(v).split(":")[0]
             if src.startswith("."):
@@ -576,11 +576,12 @@ def check_compose(path):
                                f"compose service {name}")
             if name != "starling" and svc_env.get("STARLING_MODE") != "cluster":
                 problem(f"compose: {name} is in the cluster layout but not STARLING_MODE=cluster")
-    nodes = check_compose_cluster(services)
+    nodes, executors = check_compose_cluster(services)
     monitoring = sum("monitoring" in (s.get("profiles") or []) for s in services.values())
     finish(f"{len(services)} services; embedded node by default, "
-           f"{len(services) - 1 - monitoring} behind the cluster profile ({nodes} cluster "
-           f"nodes), {monitoring} behind the monitoring profile")
+           f"{len(services) - 1 - monitoring - executors} behind the cluster profile ({nodes} "
+           f"cluster nodes), {executors} integration executors behind the ie profile, "
+           f"{monitoring} behind the monitoring profile")
 
 
 # What a cluster node needs: the variables naming the external services (docs/clustering.md).
@@ -605,10 +606,19 @@ def datasource_host(url):
 
 def check_compose_cluster(services):
     """The cluster profile: >= 2 nodes with distinct stable ids, the required variables, every
-    external service they name present, healthy before they start, and a normal restart policy."""
+    external service they name present, healthy before they start, and a normal restart policy.
+    The ie profile's executors (starling-ie) are held to the same, with the nodes' shared
+    variables and ids distinct from theirs. Returns (nodes, executors)."""
     nodes = {name: svc for name, svc in services.items()
              if "cluster" in (svc.get("profiles") or [])
              and "starling" in str(svc.get("image", ""))}
+    executors = {name: svc for name, svc in services.items()
+                 if "ie" in (svc.get("profiles") or [])}
+    for name, svc in executors.items():
+        if "starling" not in str(svc.get("image", "")):
+            problem(f"compose: {name} is in the ie profile but does not run the Starling image")
+        if "starling-ie" not in " ".join(str(a) for a in (svc.get("entrypoint") or [])):
+            problem(f"compose: {name} is in the ie profile but its entrypoint is not starling-ie")
     if len(nodes) < 2:
         problem(f"compose: the cluster profile has {len(nodes)} Starling node(s); a cluster "
                 "needs at least 2")
@@ -616,13 +626,13 @@ def check_compose_cluster(services):
     for name, svc in services.items():
         for p in svc.get("ports", []):
             host = str(p).rsplit(":", 1)[0] if ":" in str(p) else None
-            if host and "cluster" in (svc.get("profiles") or []):
+            if host and {"cluster", "ie"} & set(svc.get("profiles") or []):
                 if host in host_ports:
                     problem(f"compose: {name} and {host_ports[host]} both publish host port "
                             f"{host}")
                 host_ports[host] = name
     first_env = None
-    for name, svc in sorted(nodes.items()):
+    for name, svc in sorted(nodes.items()) + sorted(executors.items()):
         env = {k: str(v) for k, v in (svc.get("environment") or {}).items()}
         for var in CLUSTER_REQUIRED:
             if not env.get(var):
@@ -672,7 +682,7 @@ def check_compose_cluster(services):
             cond = depends.get(host, {}).get("condition") if isinstance(depends, dict) else None
             if cond != "service_healthy":
                 problem(f"compose: {name} must depend on {host} with condition: service_healthy")
-    return len(nodes)
+    return len(nodes), len(executors)
 
 
 # --- Kubernetes ---------------------------------------------------------------------------
@@ -1392,6 +1402,11 @@ def check_prometheus_config(src, alerts, out):
     if doc.get("rule_files") != ["/etc/prometheus/starling-alerts.yaml"]:
         problem(f"{src}: rule_files should be /etc/prometheus/starling-alerts.yaml (the mount)")
     compose = yaml.safe_load(open(os.path.join(ROOT, "docker/docker-compose.yml")))["services"]
+    # The HTTP port of each Starling container: 8082 for the executors (starling-ie), else 8083.
+    http_port = {s.get("hostname") or n: "8082" if "starling-ie" in " ".join(
+        str(a) for a in (s.get("entrypoint") or [])) else "8083"
+        for n, s in compose.items() if "starling" in str(s.get("image"))}
+    scraped = set()
     for job in doc.get("scrape_configs", []):
         if job.get("metrics_path") != "/actuator/prometheus":
             problem(f"{src}: job {job.get('job_name')} does not scrape /actuator/prometheus")
@@ -1403,13 +1418,13 @@ def check_prometheus_config(src, alerts, out):
             host, _, port = target.rpartition(":")
             if host not in hosts:
                 problem(f"{src}: target {target}: no Compose service or hostname {host}")
-            if port != "8083":
-                problem(f"{src}: target {target} is not the HTTP port 8083")
-        nodes = {s.get("hostname") or n for n, s in compose.items()
-                 if "starling" in str(s.get("image"))}
-        missing = nodes - {t.rpartition(":")[0] for t in targets}
-        if missing:
-            problem(f"{src}: job {job.get('job_name')} does not scrape {sorted(missing)}")
+            if port != http_port.get(host, "8083"):
+                problem(f"{src}: target {target} is not its HTTP port "
+                        f"{http_port.get(host, '8083')}")
+            scraped.add(host)
+    missing = set(http_port) - scraped
+    if missing:
+        problem(f"{src}: no job scrapes {sorted(missing)}")
     prom = compose.get("prometheus", {})
     mounts = " ".join(str(v) for v in prom.get("volumes", []))
     if "alerts.yaml:/etc/prometheus/starling-alerts.yaml" not in mounts:
@@ -1417,7 +1432,7 @@ def check_prometheus_config(src, alerts, out):
     doc["rule_files"] = [os.path.abspath(alerts)]
     with open(out, "w") as f:
         yaml.safe_dump(doc, f)
-    finish("targets are Compose services' HTTP ports; alerts mounted")
+    finish("every Starling container's HTTP port is scraped; alerts mounted")
 
 
 def check_haproxy(cfg, compose_path):
@@ -1575,6 +1590,67 @@ def check_helm_redis_cluster(path, nodes):
         if var in env:
             problem(f"{var} set although the cluster's slot map says where each key lives")
     finish(f"cluster seeds {nodes}, 12 redirects, WAIT 1 replica, db 0")
+
+
+def check_helm_ie(path, replicas, port):
+    """The chart rendered with integrationExecutor.enabled: a Deployment of `replicas`
+    starling-ie pods of the brokers' image, ids from their pod names, health and metrics on
+    `port` (HTTP_BIND_PORT = containerPort = the probes' port), the cluster's settings from the
+    same ConfigMap, labels no broker selector matches (no MQTT traffic to them), and the nodes
+    told to leave the integrations to them."""
+    docs = [d for d in yaml.safe_load_all(open(path)) if d]
+    deployments = [d for d in docs if d["kind"] == "Deployment"]
+    sts = next((d for d in docs if d["kind"] == "StatefulSet"), None)
+    if len(deployments) != 1 or sts is None:
+        problem(f"expected one Deployment and the StatefulSet, got {len(deployments)} and "
+                f"{'one' if sts else 'none'}")
+        return finish("")
+    dep = deployments[0]
+    spec = dep["spec"]
+    if spec.get("replicas") != replicas:
+        problem(f"Deployment: replicas {spec.get('replicas')}, expected {replicas}")
+    pod = spec["template"]["spec"]
+    c = pod["containers"][0]
+    if c.get("image") != sts["spec"]["template"]["spec"]["containers"][0].get("image"):
+        problem("the executors do not run the brokers' image")
+    if (c.get("command") or [""])[0] != "/usr/local/bin/starling-ie":
+        problem(f"command {c.get('command')!r} does not start /usr/local/bin/starling-ie "
+                "(docker/Dockerfile installs it there)")
+    env = {e["name"]: e for e in c.get("env", [])}
+    if env.get("TB_SERVICE_ID", {}).get("valueFrom", {}).get("fieldRef", {}).get(
+            "fieldPath") != "metadata.name":
+        problem("TB_SERVICE_ID is not the pod name: executors need distinct ids")
+    if env.get("HTTP_BIND_PORT", {}).get("value") != str(port):
+        problem(f"HTTP_BIND_PORT is {env.get('HTTP_BIND_PORT', {}).get('value')!r}, not {port}")
+    ports = {p["name"]: p["containerPort"] for p in c.get("ports", [])}
+    if ports != {"http": port}:
+        problem(f"container ports {ports}, expected only http: {port}")
+    for probe in ("readinessProbe", "livenessProbe"):
+        if (c.get(probe) or {}).get("httpGet", {}).get("port") != "http":
+            problem(f"{probe} does not check the http port")
+    if "SPRING_DATASOURCE_PASSWORD" not in env:
+        problem("no SPRING_DATASOURCE_PASSWORD: the executors read definitions from PostgreSQL")
+    cm_names = [e["configMapRef"]["name"] for e in c.get("envFrom", []) if "configMapRef" in e]
+    cm = next((d for d in docs if d["kind"] == "ConfigMap"
+               and d["metadata"]["name"] in cm_names), None)
+    if cm is None:
+        problem("the executors do not read the nodes' env ConfigMap")
+    else:
+        if cm["data"].get("STARLING_MODE") != "cluster":
+            problem("the env ConfigMap is not cluster mode")
+        if cm["data"].get("INTEGRATIONS_EXECUTOR_ENABLED") != "false":
+            problem("the nodes are not told to leave the integrations to the executors "
+                    "(INTEGRATIONS_EXECUTOR_ENABLED)")
+    labels = spec["template"]["metadata"]["labels"]
+    selectors = [sts["spec"]["selector"]["matchLabels"]]
+    selectors += [d["spec"].get("selector") or {} for d in docs if d["kind"] == "Service"]
+    for sel in selectors:
+        if sel and all(labels.get(k) == v for k, v in sel.items()):
+            problem(f"the executors' labels match a broker selector {sel}: MQTT clients or the "
+                    "StatefulSet would take them for brokers")
+    if not all(labels.get(k) == v for k, v in spec["selector"]["matchLabels"].items()):
+        problem("the Deployment's selector does not match its own pods")
+    finish(f"{replicas} starling-ie pods on :{port}, own labels, nodes leave integrations to them")
 
 
 def check_helm_drain(path, grace_needed):
@@ -1950,7 +2026,10 @@ if [[ -n "$helm" ]]; then
         --set metrics.prometheusRule.enabled=true --set metrics.grafanaDashboard.enabled=true
     render redis-cluster --set mode=cluster --set cluster.postgres.existingSecret=starling-postgres \
         --set cluster.redis.cluster.nodes='redis-0:6379\\,redis-1:6379\\,redis-2:6379'
-    for name in default no-persistence-clusterip cluster tls cert-manager redis-cluster; do
+    render ie --set mode=cluster --set cluster.postgres.existingSecret=starling-postgres \
+        --set integrationExecutor.enabled=true --set integrationExecutor.replicas=3 \
+        --set metrics.podAnnotations=true
+    for name in default no-persistence-clusterip cluster tls cert-manager redis-cluster ie; do
         [[ -s "$work/helm-$name.yaml" ]] && validate_k8s "helm ($name)" "$work/helm-$name.yaml"
     done
     if [[ -n "$py" && -s "$work/helm-default.yaml" ]]; then
@@ -1999,6 +2078,14 @@ if [[ -n "$helm" ]]; then
             deploycheck check_helm_redis_cluster "$work/bad-helm-redis-cluster.yaml" \
             redis-0:6379,redis-1:6379,redis-2:6379
     fi
+    if [[ -n "$py" && -s "$work/helm-ie.yaml" ]]; then
+        run_check "helm (ie) integration executors" deploycheck check_helm_ie \
+            "$work/helm-ie.yaml" 3 8082
+        sed 's#/usr/local/bin/starling-ie#/usr/local/bin/starlingd#' "$work/helm-ie.yaml" \
+            >"$work/bad-helm-ie.yaml"
+        expect_reject "helm (ie) check: executors started as brokers" \
+            deploycheck check_helm_ie "$work/bad-helm-ie.yaml" 3 8082
+    fi
     # Values the chart must refuse.
     refuse() { # name, then --set flags
         local name="$1"
@@ -2031,6 +2118,7 @@ if [[ -n "$helm" ]]; then
         --set cluster.redis.db=2
     refuse "a grace period shorter than the drain" --set terminationGracePeriodSeconds=12
     refuse "an unknown mode" --set mode=standalone
+    refuse "integration executors in embedded mode" --set integrationExecutor.enabled=true
     refuse "a drain without the admin token's Secret" --set drain.enabled=true \
         --set terminationGracePeriodSeconds=90
     refuse "a grace period shorter than the drain's wait and the shutdown" --set drain.enabled=true \

@@ -13,6 +13,7 @@
 #include "app/publish_admin.h"
 #include "app/retained_admin.h"
 #include "app/security.h"
+#include "app/startup.h"
 #include "broker/blocked_clients_log.h"
 #include "broker/loop_watch.h"
 #include "broker/mqtt_connection.h"
@@ -220,55 +221,6 @@ std::vector<std::string> split_list(const std::string& text) {
     return out;
 }
 
-// queue.kafka.* -> the Kafka adapter's settings. The client id is the node id, so broker-side
-// logs and quotas name the node.
-adapters::kafka::kafka_log_config kafka_config(const config::broker_config& c) {
-    const auto& k = c.queue.kafka;
-    adapters::kafka::kafka_log_config out;
-    out.bootstrap_servers = k.bootstrap_servers;
-    out.client_id = c.service.id;
-    out.acks = k.defaults.producer.acks;
-    out.enable_idempotence = k.defaults.producer.enable_idempotence;
-    out.linger = k.defaults.producer.linger;
-    out.batch_size = static_cast<std::int32_t>(
-        std::min<std::uint32_t>(k.defaults.producer.batch_size, 2147483647U));
-    out.compression = k.defaults.producer.compression_type;
-    out.delivery_timeout = k.defaults.producer.delivery_timeout;
-    out.session_timeout = k.defaults.consumer.session_timeout;
-    out.heartbeat_interval = k.defaults.consumer.heartbeat_interval;
-    out.max_poll_interval = k.defaults.consumer.max_poll_interval;
-    out.replication_factor = static_cast<std::int16_t>(k.replication_factor);
-    out.admin_timeout = k.admin_command_timeout;
-    out.common_properties = k.defaults.config;
-    out.producer_properties = k.defaults.producer.config;
-    out.consumer_properties = k.defaults.consumer.config;
-    const std::string msg_all = broker::topic_names(k.kafka_prefix).msg_all();
-    if (!k.msg_all.topic_properties.empty()) {
-        out.topic_configs[msg_all] = k.msg_all.topic_properties;
-    }
-    if (!k.msg_all.additional_consumer_config.empty()) {
-        out.topic_consumer_properties[msg_all] = k.msg_all.additional_consumer_config;
-    }
-    return out;
-}
-
-// security.mqtt.unauthorized-clients.* -> both metadata adapters' bounds of the log.
-adapters::unauthorized_log_options unauthorized_options_of(const config::broker_config& c) {
-    const auto& u = c.security.mqtt.unauthorized_clients;
-    adapters::unauthorized_log_options o;
-    o.max_rows = u.max_rows;
-    o.rows_per_address = u.rows_per_address_per_minute;
-    o.address_period = std::chrono::seconds(60);
-    o.rows_per_second = u.rows_per_second;
-    return o;
-}
-
-http::component_health health_of(bool healthy) {
-    http::component_health h;
-    h.status = healthy ? http::health_status::up : http::health_status::down;
-    return h;
-}
-
 // The embedded log's health with its reason when DOWN (a write error, or low disk space).
 http::component_health embedded_log_health(const adapters::embedded::embedded_message_log& log) {
     auto h = health_of(log.healthy());
@@ -414,18 +366,7 @@ void daemon::start() {
         return o;
     };
     p.metrics.process().set_version(config::version());
-    // healthStatus{component}: what /actuator/health answers at each scrape ("overall" is
-    // readiness), from the first scrape on, so a node stuck waiting for a store shows too.
-    p.health_gauges = p.metrics.add_refresher([&p] {
-        const auto report = p.health.evaluate();
-        std::vector<std::pair<std::string, int>> statuses;
-        statuses.reserve(report.components.size() + 1);
-        statuses.emplace_back("overall", static_cast<int>(report.status));
-        for (const auto& [component, status] : report.components) {
-            statuses.emplace_back(component, static_cast<int>(status));
-        }
-        p.metrics.health().report(statuses);
-    });
+    p.health_gauges = report_health(p.metrics, p.health);
     {
         http::router health_only;
         http::add_actuator_routes(health_only, p.health, p.metrics);
@@ -541,7 +482,11 @@ void daemon::start() {
     }
     p.integrations = std::make_unique<integration::integration_service>(
         *p.metadata_port, *p.log_port, p.node->core().topics(), p.node->core().integrations(),
-        p.metrics.integration(), integration::integration_service::options{});
+        p.metrics.integration(),
+        integration::integration_service::options{
+            .run_executors = cfg_.integrations.executor_enabled,
+            .service_id = cfg_.service.id,
+            .status_period = cfg_.service.heartbeat_interval});
     p.integrations->start();
     auto& node_core = p.node->core();
     p.loops = std::make_unique<broker::loop_watch>(node_core.timers(), node_core.dispatcher(),
@@ -1115,39 +1060,7 @@ void daemon::open_cluster_stores() {
 
 void daemon::wait_for_store(std::string_view what,
                             const std::function<std::optional<std::string>()>& attempt) {
-    auto& p = *parts_;
-    std::chrono::milliseconds pause = std::chrono::seconds(1);
-    for (int tries = 1;; ++tries) {
-        auto error = attempt();
-        if (!error) {
-            if (tries > 1) {
-                spdlog::info("{} answered after {} tries; start-up goes on", what, tries);
-                p.health.remove("startup");
-            }
-            return;
-        }
-        spdlog::warn("{} (try {}); trying again in {} s, not ready until then", *error, tries,
-                     pause.count() / 1000);
-        p.health.remove("startup");
-        p.health.add("startup", [waiting = std::string(what), why = *error, tries] {
-            return http::component_health{
-                http::health_status::out_of_service,
-                {{"waitingFor", waiting}, {"error", why}, {"tries", tries}}};
-        });
-        // The pause is a wait for the stop signals (blocked in every thread, see main.cpp), so
-        // a node told to stop while it waits stops at once.
-        sigset_t stop_signals;
-        sigemptyset(&stop_signals);
-        sigaddset(&stop_signals, SIGTERM);
-        sigaddset(&stop_signals, SIGINT);
-        const timespec timeout{.tv_sec = static_cast<time_t>(pause.count() / 1000), .tv_nsec = 0};
-        const int sig = sigtimedwait(&stop_signals, nullptr, &timeout);
-        if (sig == SIGTERM || sig == SIGINT) {
-            throw start_interrupted(std::string(sig == SIGTERM ? "SIGTERM" : "SIGINT") +
-                                    " while waiting for " + std::string(what));
-        }
-        pause = std::min<std::chrono::milliseconds>(pause * 2, std::chrono::seconds(30));
-    }
+    app::wait_for_store(parts_->health, what, attempt);
 }
 
 }  // namespace starling::app

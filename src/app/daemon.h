@@ -7,6 +7,7 @@
 //
 // Lifecycle: construct → start() → stop(); used from main's thread only.
 
+#include "app/startup.h"  // start_interrupted
 #include "config/broker_config.h"
 
 #include <functional>
@@ -21,12 +22,6 @@ class router;
 }  // namespace starling::http
 
 namespace starling::app {
-
-// SIGTERM or SIGINT arrived while start() waited for a store: nothing is serving yet, so the
-// caller stops the daemon and exits cleanly.
-struct start_interrupted : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
 
 class daemon {
   public:
@@ -44,9 +39,7 @@ class daemon {
     void add_drain(http::router& api);
     void open_embedded_stores();  // SQLite device inbox and metadata under data_dir
     void open_cluster_stores();   // Redis device inbox, PostgreSQL metadata
-    // Runs `attempt` (nullopt = done, else the error to log and report) until it succeeds,
-    // pausing 1 s doubling to 30 s between tries; the pause ends early on SIGTERM/SIGINT,
-    // which throws start_interrupted.
+    // app::wait_for_store with this node's health (startup.h).
     void wait_for_store(std::string_view what,
                         const std::function<std::optional<std::string>()>& attempt);
     struct parts;

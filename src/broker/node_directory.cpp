@@ -1,7 +1,5 @@
 #include "broker/node_directory.h"
 
-#include "base/retry_pacer.h"
-
 #include "proto/starling.pb.h"
 #include <spdlog/spdlog.h>
 
@@ -22,46 +20,28 @@ node_directory::node_directory(message_log& log, std::string topic, std::string 
                                std::function<std::int64_t()> now_ms)
     : log_(log),
       topic_(std::move(topic)),
-      group_(std::move(group)),
       self_(std::move(self)),
       interval_(interval),
-      now_ms_(std::move(now_ms)) {}
+      now_ms_(std::move(now_ms)),
+      follower_(
+          log, "node directory", topic_, std::move(group), /*retention_ms=*/-1, interval,
+          {.tick = [this] { beat(); }, .apply = [this](const log_record& rec) { apply(rec); }}) {}
 
 node_directory::~node_directory() { stop(); }
 
 status node_directory::start() {
-    if (auto st = log_.create_topic(topic_spec{.name = topic_, .partitions = 1, .compacted = true});
-        !st) {
-        spdlog::error("node directory: cannot create {}: {}", topic_, st.error().message());
+    if (auto st = follower_.start(); !st) {
         return st;
     }
-    consumer_spec spec;
-    spec.group_id = group_;
-    spec.assignment.push_back(topic_partition{topic_, 0});
-    spec.reset = offset_reset::earliest;
-    auto consumer = log_.create_consumer(spec);
-    if (!consumer) {
-        spdlog::error("node directory: cannot create its consumer: {}", consumer.error().message());
-        return consumer.error();
-    }
-    if (auto st = consumer.value()->seek(topic_partition{topic_, 0}, 0); !st) {
-        consumer.value()->close();
-        return st;
-    }
-    consumer_ = std::move(consumer.value());
-    running_.store(true, std::memory_order_release);
-    thread_ = std::thread(&node_directory::run, this);
+    started_.store(true, std::memory_order_release);
     return {};
 }
 
 void node_directory::stop() {
-    if (!running_.exchange(false, std::memory_order_acq_rel)) {
+    if (!started_.exchange(false, std::memory_order_acq_rel)) {
         return;
     }
-    stop_.request_stop();
-    consumer_->wakeup();
-    thread_.join();
-    consumer_->close();
+    follower_.stop();
     // Leave the list: a tombstone, so the other nodes stop showing this one. Bounded, as the
     // log may be the reason the node stops.
     auto written = std::make_shared<std::promise<void>>();
@@ -115,31 +95,6 @@ void node_directory::apply(const log_record& rec) {
                     .connected_sessions = static_cast<std::int64_t>(info.connected_sessions()),
                     .health = info.health(),
                     .heartbeat_interval = std::chrono::milliseconds(info.heartbeat_interval_ms())};
-}
-
-void node_directory::run() {
-    base::retry_pacer pacer("node directory");
-    const auto stop = stop_.get_token();
-    auto next_beat = std::chrono::steady_clock::now();
-    const auto poll_wait =
-        std::min<std::chrono::milliseconds>(interval_, std::chrono::milliseconds(500));
-    while (running_.load(std::memory_order_acquire)) {
-        if (std::chrono::steady_clock::now() >= next_beat) {
-            beat();
-            next_beat = std::chrono::steady_clock::now() + interval_;
-        }
-        auto polled = consumer_->poll(poll_wait);
-        if (!polled) {
-            if (!pacer.failed("poll", polled.error().message(), stop)) {
-                break;
-            }
-            continue;
-        }
-        pacer.succeeded();
-        for (const auto& rec : polled.value()) {
-            apply(rec);
-        }
-    }
 }
 
 std::vector<node_status> node_directory::nodes() const {

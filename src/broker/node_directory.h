@@ -16,6 +16,7 @@
 // thread-safe and quick.
 
 #include "base/result.h"
+#include "broker/topic_follower.h"
 #include "starling/message_log.h"
 
 #include <atomic>
@@ -25,9 +26,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <stop_token>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace starling::broker {
@@ -63,24 +62,20 @@ class node_directory {
     std::vector<node_status> nodes() const;
 
   private:
-    void run();
     void beat();
     void apply(const log_record& rec);
 
     message_log& log_;
     const std::string topic_;
-    const std::string group_;
     const status_fn self_;
     const std::chrono::milliseconds interval_;
     const std::function<std::int64_t()> now_ms_;
 
-    std::unique_ptr<log_consumer> consumer_;
-    std::thread thread_;
-    std::atomic<bool> running_{false};
-    std::stop_source stop_;
-
     mutable std::mutex mutex_;
     std::map<std::string, node_status> others_;  // by node id; guarded by mutex_
+
+    topic_follower follower_;  // last: its thread calls beat() and apply(), which use the above
+    std::atomic<bool> started_{false};
 };
 
 }  // namespace starling::broker

@@ -69,6 +69,8 @@ class topic_names {
     std::string ie_group(std::string_view integration_id) const {
         return group("ie." + std::string(integration_id));
     }
+    // Status reports of the executors (integration/status_uplink.h), compacted, key = id.
+    std::string ie_uplink() const { return name("ie.uplink"); }
 
     // Shared APPLICATION subscriptions (docs/architecture.md §5): one topic per topic filter, read
     // by one consumer group per (share name, filter). Groups with the same filter and different

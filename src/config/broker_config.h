@@ -712,9 +712,18 @@ struct historical_data_report_section {
                            const historical_data_report_section&) = default;
 };
 
+struct integrations_section {
+    // Whether this node runs integration executors (integration/README.md). false: they run in
+    // starling-ie processes; the node still routes copies to msg.ie.<id> and serves the API.
+    bool executor_enabled{};
+
+    friend bool operator==(const integrations_section&, const integrations_section&) = default;
+};
+
 struct broker_config {
     starling_section starling;
     service_section service;
+    integrations_section integrations;
     server_section server;
     listener_section listener;
     queue_section queue;

@@ -50,11 +50,11 @@ cli_parse_result parse_cli(int argc, const char* const* argv) {
     return parse_cli(args);
 }
 
-std::string cli_help_text(std::string_view program_name) {
+std::string cli_help_text(std::string_view program_name, std::string_view description) {
     return fmt::format(
         "Usage: {0} [--config FILE] [--validate-config] [--help] [--version]\n"
         "\n"
-        "Starling MQTT broker.\n"
+        "{2}\n"
         "\n"
         "Options:\n"
         "  -c, --config FILE     configuration file (default: {1})\n"
@@ -66,7 +66,7 @@ std::string cli_help_text(std::string_view program_name) {
         "Every configuration value can be overridden by its environment variable, named in\n"
         "the file as \"${{ENV_NAME:default}}\" (see docs/configuration.md), for example:\n"
         "  LISTENER_TCP_BIND_PORT=1884 {0}\n",
-        program_name, default_config_path);
+        program_name, default_config_path, description);
 }
 
 std::string_view version() { return STARLING_VERSION; }

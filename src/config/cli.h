@@ -32,7 +32,8 @@ cli_parse_result parse_cli(std::span<const std::string_view> args);
 cli_parse_result parse_cli(int argc, const char* const* argv);
 
 // The --help text.
-std::string cli_help_text(std::string_view program_name);
+std::string cli_help_text(std::string_view program_name,
+                          std::string_view description = "Starling MQTT broker.");
 
 // The --version text: "<program> <version>".
 std::string cli_version_text(std::string_view program_name);

@@ -722,6 +722,9 @@ const std::vector<binding>& bindings() {
         text({"service.id", "TB_SERVICE_ID", ""}, FIELD(service.id), topic_name_part),
         integer({"service.heartbeat-interval", "TB_SERVICE_HEARTBEAT_INTERVAL", "5000"},
                 FIELD(service.heartbeat_interval), {.min = 100, .max = 600000, .unit = "ms"}),
+        // --- integrations
+        boolean({"integrations.executor.enabled", "INTEGRATIONS_EXECUTOR_ENABLED", "true"},
+                FIELD(integrations.executor_enabled)),
         // --- server (HTTP)
         text({"server.address", "HTTP_BIND_ADDRESS", "0.0.0.0"}, FIELD(server.address), ip_address),
         port({"server.port", "HTTP_BIND_PORT", "8083"}, FIELD(server.port)),

@@ -37,23 +37,30 @@ json status_json(const definition& d, const integration_service& service) {
               {"retried", 0},
               {"lag", 0},
               {"lastError", nullptr},
-              {"lastErrorTime", nullptr}};
+              {"lastErrorTime", nullptr},
+              {"reportedBy", nullptr},
+              {"reportedAt", nullptr}};
     if (!d.enabled) {
         s["state"] = "DISABLED";
         return s;
     }
-    auto st = service.status_of(d.id);
-    if (!st || !st->polled) {
+    auto reported = service.status_of(d.id);
+    if (!reported || !reported->status.polled) {
         return s;
     }
-    s["state"] = !st->owner ? "STANDBY" : st->failing ? "FAILING" : "ACTIVE";
-    s["sent"] = st->sent;
-    s["failed"] = st->failed;
-    s["retried"] = st->retried;
-    s["lag"] = st->lag;
-    if (!st->last_error.empty()) {
-        s["lastError"] = st->last_error;
-        s["lastErrorTime"] = st->last_error_ms;
+    const auto& st = reported->status;
+    s["state"] = !st.owner ? "STANDBY" : st.failing ? "FAILING" : "ACTIVE";
+    s["sent"] = st.sent;
+    s["failed"] = st.failed;
+    s["retried"] = st.retried;
+    s["lag"] = st.lag;
+    if (st.owner) {
+        s["reportedBy"] = reported->reporter;
+        s["reportedAt"] = reported->reported_at_ms;
+    }
+    if (!st.last_error.empty()) {
+        s["lastError"] = st.last_error;
+        s["lastErrorTime"] = st.last_error_ms;
     }
     return s;
 }

@@ -1,5 +1,7 @@
 #include "integration/integration_service.h"
 
+#include "starling/clock.h"
+
 #include "integration/http_target_sender.h"
 #include "integration/kafka_target_sender.h"
 #include "integration/mqtt_target_sender.h"
@@ -26,6 +28,17 @@ integration_service::integration_service(metadata_store& store, message_log& log
 integration_service::~integration_service() { stop(); }
 
 void integration_service::start() {
+    auto uplink = std::make_unique<status_uplink>(
+        log_, topics_.ie_uplink(), topics_.group(opts_.service_id + "-ie-uplink"), opts_.service_id,
+        [this] { return owned_statuses(); }, opts_.status_period,
+        [] { return system_clock::instance().epoch_ms(); });
+    if (uplink->start()) {
+        uplink_ = std::move(uplink);
+    } else {
+        spdlog::warn(
+            "integrations: status reports are off (see above); the API shows what this "
+            "process runs");
+    }
     work_.emplace(io_.get_executor());
     io_thread_ = std::thread([this] { io_.run(); });
     refresh_thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
@@ -40,6 +53,9 @@ void integration_service::stop() {
         refresh_thread_.join();
     }
     matcher_.replace({});
+    if (uplink_) {
+        uplink_->stop();
+    }
     std::map<std::string, std::unique_ptr<executor>> executors;
     {
         std::lock_guard lock(mutex_);
@@ -164,6 +180,9 @@ void integration_service::apply(const std::vector<integration_row>& rows) {
         stop_executor(id);
     }
     delete_topics(/*all=*/false);
+    if (!opts_.run_executors) {
+        return;
+    }
     for (auto& [id, d] : wanted) {
         {
             std::lock_guard lock(mutex_);
@@ -234,13 +253,41 @@ void integration_service::stop_executor(const std::string& id) {
     probe_.remove(id);
 }
 
-std::optional<executor_status> integration_service::status_of(const std::string& id) const {
+std::vector<std::pair<std::string, executor_status>> integration_service::owned_statuses() const {
+    std::vector<std::pair<std::string, executor_status>> out;
     std::lock_guard lock(mutex_);
-    auto it = executors_.find(id);
-    if (it == executors_.end()) {
-        return std::nullopt;
+    for (const auto& [id, executor] : executors_) {
+        auto st = executor->status_snapshot();
+        if (st.polled && st.owner) {
+            out.emplace_back(id, std::move(st));
+        }
     }
-    return it->second->status_snapshot();
+    return out;
+}
+
+std::optional<reported_status> integration_service::status_of(const std::string& id) const {
+    std::optional<executor_status> local;
+    {
+        std::lock_guard lock(mutex_);
+        if (auto it = executors_.find(id); it != executors_.end()) {
+            local = it->second->status_snapshot();
+        }
+    }
+    if (local && local->polled && local->owner) {
+        return reported_status{.status = std::move(*local),
+                               .reporter = opts_.service_id,
+                               .reported_at_ms = system_clock::instance().epoch_ms(),
+                               .period_ms = opts_.status_period.count()};
+    }
+    if (uplink_) {
+        if (auto reported = uplink_->latest(id)) {
+            return reported;
+        }
+    }
+    if (local) {
+        return reported_status{.status = std::move(*local), .reporter = opts_.service_id};
+    }
+    return std::nullopt;
 }
 
 void integration_service::check_target(const definition& d, std::chrono::milliseconds timeout,

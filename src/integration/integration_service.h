@@ -23,6 +23,7 @@
 #include "integration/definition.h"
 #include "integration/executor.h"
 #include "integration/matcher.h"
+#include "integration/status_uplink.h"
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
@@ -50,8 +51,16 @@ class integration_service {
         std::chrono::milliseconds topic_delete_delay{30'000};
         std::int64_t topic_retention_ms = 7LL * 24 * 3600 * 1000;
         std::int64_t topic_retention_bytes = 1000LL * 1024 * 1024;
+        // false: this process keeps the topics and the router's matcher but runs no executor
+        // (integrations.executor.enabled: starling-ie processes run them).
+        bool run_executors = true;
+        // Who reports the status of the integrations this process owns on ie.uplink, and how
+        // often (status_uplink.h).
+        std::string service_id = "starling";
+        std::chrono::milliseconds status_period{5'000};
     };
 
+    // `now_ms`: wall time (ms since the epoch) for status reports.
     integration_service(metadata_store& store, message_log& log, broker::topic_names topics,
                         integration_matcher& matcher, metrics::integration_probe& probe,
                         options opts);
@@ -71,8 +80,10 @@ class integration_service {
     void refresh_now(std::optional<std::string> deleted_id = std::nullopt,
                      std::function<void()> applied = {});
 
-    // This node's view of an integration's execution; nullopt when it runs no executor for it.
-    std::optional<executor_status> status_of(const std::string& id) const;
+    // An integration's execution: the owning executor's status, this process's own when it
+    // owns it, else the owner's latest report on ie.uplink, else this process's standby
+    // executor; nullopt when nothing runs it anywhere this process knows of.
+    std::optional<reported_status> status_of(const std::string& id) const;
 
     // Tries a TCP connection to an HTTP target's host and port within `timeout`; `done` gets an
     // empty string on success, else the reason. Runs on the service's I/O thread.
@@ -84,6 +95,8 @@ class integration_service {
     void apply(const std::vector<integration_row>& rows);
     void stop_executor(const std::string& id);
     std::unique_ptr<target> make_target(const definition& d);
+    // The integrations whose partition this process holds, for status_uplink.
+    std::vector<std::pair<std::string, executor_status>> owned_statuses() const;
     // Deletes the topics of integrations deleted here whose delay is over (all: every one).
     void delete_topics(bool all);
 
@@ -108,6 +121,7 @@ class integration_service {
     std::map<std::string, std::chrono::steady_clock::time_point> deleted_here_;
     std::set<std::string> topics_ready_;
     std::map<std::string, std::unique_ptr<executor>> executors_;
+    std::unique_ptr<status_uplink> uplink_;  // set by start(); null when it could not start
 };
 
 }  // namespace starling::integration

@@ -213,6 +213,8 @@ def test_dead_target_fails_visibly_without_holding_up_subscribers(broker_factory
     wait_for(lambda: status_of(broker, made["id"])["lag"] == 30, timeout=20, what="lag 30")
     st = status_of(broker, made["id"])
     assert st["lastError"] and st["lastErrorTime"] > 0 and st["sent"] == 0, st
+    # The cause, not just "failed": nothing listens on that port.
+    assert "refused" in st["lastError"].lower(), st
 
 
 def test_acknowledged_messages_reach_the_target_after_sigkill(broker_factory, paho_client,
@@ -333,24 +335,72 @@ def payloads_in_first_arrival_order(target: HttpTarget) -> list[str]:
     return firsts
 
 
-def one_sender(nodes: list, integration_id: str) -> tuple:
-    """Waits until one of two nodes sends for the integration (ACTIVE) and the other stands by;
-    returns (sender, the other)."""
-    def states() -> list[str]:
-        return sorted(status_of(n, integration_id)["state"] for n in nodes)
+def kill_the_sender_while_the_target_refuses(target: HttpTarget, pub, topic: str, owner,
+                                             first: int, total: int) -> None:
+    """The target refuses everything while messages `first`..`total`-1 are acknowledged to
+    `pub`; the sending process `owner` is SIGKILLed as its retries fail; the target answers
+    again, and every message 0..`total`-1 must reach it, first arrivals in order (the new owner
+    resends what the killed one had not committed)."""
+    with target.lock:
+        target.always_fail = True
+    for i in range(first, total):
+        assert pub.publish_and_wait(topic, f"{i}".encode(), qos=1) < 0x80
+    wait_for(lambda: target.refused > 0, timeout=30, what="a refused request")
+    owner.kill()
+    with target.lock:
+        target.always_fail = False
+    wait_for(lambda: len(payloads_in_first_arrival_order(target)) >= total, timeout=120,
+             what=f"all {total} messages after the sender was killed")
+    assert payloads_in_first_arrival_order(target) == [str(i) for i in range(total)]
 
-    wait_for(lambda: states() == ["ACTIVE", "STANDBY"], timeout=60, what="one sender, one standby")
-    owner = next(n for n in nodes if status_of(n, integration_id)["state"] == "ACTIVE")
+
+def service_id(node) -> str:
+    return node.extra_env["TB_SERVICE_ID"]
+
+
+def runs_executor(process, integration_id: str) -> bool:
+    """Whether the process has applied the integration's definition: it then routes by it and
+    runs an executor for it, whose integrationUp series exists."""
+    return any(name == "integrationUp" and ("integration", integration_id) in labels
+               for (name, labels) in process.metrics())
+
+
+def one_sender(nodes: list, integration_id: str) -> tuple:
+    """Waits until every node runs an executor for the integration (other nodes read a new
+    definition within their 10 s refresh; until then they do not route to it) and every node's
+    API reports the same one owner, ACTIVE (its status travels over ie.uplink), one of the
+    nodes; returns (owner, the other)."""
+    by_id = {service_id(n): n for n in nodes}
+    wait_for(lambda: all(runs_executor(n, integration_id) for n in nodes), timeout=60,
+             what="every node running the integration")
+
+    def agreed_owner() -> str | None:
+        views = [status_of(n, integration_id) for n in nodes]
+        reporters = {v["reportedBy"] for v in views}
+        if len(reporters) == 1 and all(v["state"] == "ACTIVE" for v in views):
+            return reporters.pop()
+        return None
+
+    wait_for(lambda: agreed_owner() in by_id, timeout=60, what="one sender all nodes agree on")
+    owner = by_id[agreed_owner()]
     return owner, nodes[1] if owner is nodes[0] else nodes[0]
+
+
+def sent_by(process, integration_id: str) -> float:
+    """integrationMsgs_total{result="sent"} of this process for the integration (0: none)."""
+    want = frozenset({("integration", integration_id), ("result", "sent")})
+    return sum(value for (name, labels), value in process.metrics().items()
+               if name == "integrationMsgs_total" and want <= labels)
 
 
 @requires_services
 def test_cluster_has_one_sender_and_another_node_takes_over_after_sigkill(
         broker_factory, paho_client, target, uid):
     """Two nodes on Kafka and PostgreSQL: an integration created on one reaches the other within
-    its refresh period; exactly one node sends (ACTIVE, the other STANDBY). The target then
-    refuses everything while 30 more messages are acknowledged; the sending node is SIGKILLed;
-    the survivor takes the integration's partition over and delivers all of them."""
+    its refresh period; exactly one node sends (both APIs name it, and only its counters move).
+    The target then refuses everything while 30 more messages are acknowledged; the sending node
+    is SIGKILLed; the survivor takes the integration's partition over and delivers all of
+    them."""
     nodes = start_nodes(broker_factory, 2, SECURITY_ADMIN_TOKEN=TOKEN)
     made = create(nodes[0], body_for("cluster", [f"{uid}/#"], target.url, maxRetries=1000,
                                      retryBackoffMs=50, retryBackoffMaxMs=200))
@@ -361,17 +411,9 @@ def test_cluster_has_one_sender_and_another_node_takes_over_after_sigkill(
         pub.publish_and_wait(f"{uid}/x", f"{i}".encode(), qos=1)
     wait_for(lambda: target.count() >= 20, timeout=30, what="the first 20 messages")
     assert payloads_in_first_arrival_order(target) == [str(i) for i in range(20)]
+    assert sent_by(owner, made["id"]) == 20 and sent_by(survivor, made["id"]) == 0
 
-    with target.lock:
-        target.always_fail = True
-    for i in range(20, 50):
-        assert pub.publish_and_wait(f"{uid}/x", f"{i}".encode(), qos=1) < 0x80
-    wait_for(lambda: target.refused > 0, timeout=30, what="a refused request")
-    owner.kill()
-    with target.lock:
-        target.always_fail = False
-    wait_for(lambda: len(payloads_in_first_arrival_order(target)) >= 50, timeout=120,
-             what="all 50 messages after the sender was killed")
-    assert payloads_in_first_arrival_order(target) == [str(i) for i in range(50)]
-    wait_for(lambda: status_of(survivor, made["id"])["state"] == "ACTIVE", timeout=30,
-             what="the survivor sending")
+    kill_the_sender_while_the_target_refuses(target, pub, f"{uid}/x", owner, 20, 50)
+    wait_for(lambda: status_of(survivor, made["id"])["reportedBy"] == service_id(survivor),
+             timeout=30, what="the survivor sending")
+    assert status_of(survivor, made["id"])["state"] == "ACTIVE"

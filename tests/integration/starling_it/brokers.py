@@ -375,3 +375,57 @@ def make_broker(
     if kind == "mosquitto":
         return MosquittoBroker(work_dir, mosquitto_conf)
     return StarlingdBroker(work_dir, env, config_text=config_text)
+
+
+def starling_ie_path() -> Path | None:
+    """STARLING_IE, else the starling-ie built next to the starlingd under test."""
+    explicit = os.environ.get("STARLING_IE")
+    if explicit:
+        return Path(explicit)
+    daemon = starlingd_path()
+    return daemon.parent / "starling-ie" if daemon is not None else None
+
+
+class StarlingIeProcess(Broker):
+    """A starling-ie (the integration executor on its own, cluster mode) with the repository's
+    configuration and `env`; ready once /actuator/health/readiness answers 200. It has no MQTT
+    listener: `port` stays None, `http_port` is its health and metrics port."""
+
+    kind = "starling-ie"
+
+    def __init__(self, work_dir: Path, env: dict[str, str] | None = None) -> None:
+        super().__init__(work_dir, env)
+        self.binary = starling_ie_path()
+        if self.binary is None or not self.binary.exists():
+            raise BrokerError("starling-ie binary not found: set STARLING_IE or build it next to "
+                              "starlingd (cmake --build --preset debug)")
+        self.http_port = free_port()
+
+    def _command(self) -> list[str]:
+        return [str(self.binary), "--config", str(REPO_ROOT / "config" / "starling.yml")]
+
+    def _environment(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update({"HTTP_BIND_ADDRESS": "127.0.0.1", "HTTP_BIND_PORT": str(self.http_port),
+                    "STARLING_LOG_LEVEL": "debug"})
+        env.update(self.extra_env)
+        return env
+
+    def _wait_ready(self, deadline: float) -> None:
+        while time.monotonic() < deadline:
+            self._check_alive()
+            try:
+                url = f"http://{self.host}:{self.http_port}/actuator/health/readiness"
+                with urllib.request.urlopen(url, timeout=2) as resp:
+                    if resp.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass  # not listening yet, or 503 while it waits for a store
+            time.sleep(0.05)  # polling a condition with a deadline
+        self.close()
+        raise BrokerError("starling-ie was not ready in time; log tail:\n" + self.log_tail())
+
+    def metrics(self) -> dict[tuple[str, frozenset], float]:
+        url = f"http://{self.host}:{self.http_port}/actuator/prometheus"
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return parse_prometheus(resp.read().decode())

@@ -26,6 +26,11 @@ app.kubernetes.io/name: {{ include "starling.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{- define "starling.ieSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "starling.name" . }}-ie
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
 {{- define "starling.labels" -}}
 helm.sh/chart: {{ include "starling.chart" . }}
 {{ include "starling.selectorLabels" . }}
@@ -59,6 +64,9 @@ Refuses values that would deploy a broken broker. Included by the StatefulSet, s
 {{- end -}}
 {{- if eq .Values.mode "cluster" -}}
 {{- include "starling.validateCluster" . -}}
+{{- end -}}
+{{- if and .Values.integrationExecutor.enabled (ne .Values.mode "cluster") -}}
+{{- fail "integrationExecutor.enabled: starling-ie runs in cluster mode only (an embedded broker runs its integrations itself)" -}}
 {{- end -}}
 {{- if .Values.tls.enabled -}}
 {{- include "starling.validateTls" . -}}
