@@ -484,6 +484,7 @@ void daemon::start() {
         *p.metadata_port, *p.log_port, p.node->core().topics(), p.node->core().integrations(),
         p.metrics.integration(),
         integration::integration_service::options{
+            .refresh_period = cfg_.integrations.refresh_interval,
             .run_executors = cfg_.integrations.executor_enabled,
             .service_id = cfg_.service.id,
             .status_period = cfg_.service.heartbeat_interval});

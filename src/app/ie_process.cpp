@@ -105,6 +105,7 @@ void ie_process::start() {
     p.integrations = std::make_unique<integration::integration_service>(
         *p.metadata, *p.log, topics, p.unused_matcher, p.metrics.integration(),
         integration::integration_service::options{
+            .refresh_period = cfg_.integrations.refresh_interval,
             .run_executors = true,
             .service_id = cfg_.service.id,
             .status_period = cfg_.service.heartbeat_interval});

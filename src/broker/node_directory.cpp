@@ -24,7 +24,7 @@ node_directory::node_directory(message_log& log, std::string topic, std::string 
       interval_(interval),
       now_ms_(std::move(now_ms)),
       follower_(
-          log, "node directory", topic_, std::move(group), /*retention_ms=*/-1, interval,
+          log, "node directory", {topic_}, std::move(group), /*retention_ms=*/-1, interval,
           {.tick = [this] { beat(); }, .apply = [this](const log_record& rec) { apply(rec); }}) {}
 
 node_directory::~node_directory() { stop(); }

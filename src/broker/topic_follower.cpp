@@ -9,12 +9,12 @@
 
 namespace starling::broker {
 
-topic_follower::topic_follower(message_log& log, std::string what, std::string topic,
+topic_follower::topic_follower(message_log& log, std::string what, std::vector<std::string> topics,
                                std::string group, std::int64_t retention_ms,
                                std::chrono::milliseconds period, hooks h)
     : log_(log),
       what_(std::move(what)),
-      topic_(std::move(topic)),
+      topics_(std::move(topics)),
       group_(std::move(group)),
       retention_ms_(retention_ms),
       period_(period),
@@ -23,25 +23,29 @@ topic_follower::topic_follower(message_log& log, std::string what, std::string t
 topic_follower::~topic_follower() { stop(); }
 
 status topic_follower::start() {
-    if (auto st = log_.create_topic(topic_spec{
-            .name = topic_, .partitions = 1, .retention_ms = retention_ms_, .compacted = true});
-        !st) {
-        spdlog::error("{}: cannot create {}: {}", what_, topic_, st.error().message());
-        return st;
-    }
     consumer_spec spec;
     spec.group_id = group_;
-    spec.assignment.push_back(topic_partition{topic_, 0});
     spec.reset = offset_reset::earliest;
+    for (const auto& topic : topics_) {
+        if (auto st = log_.create_topic(topic_spec{
+                .name = topic, .partitions = 1, .retention_ms = retention_ms_, .compacted = true});
+            !st) {
+            spdlog::error("{}: cannot create {}: {}", what_, topic, st.error().message());
+            return st;
+        }
+        spec.assignment.push_back(topic_partition{topic, 0});
+    }
     auto consumer = log_.create_consumer(spec);
     if (!consumer) {
         spdlog::error("{}: cannot create its consumer: {}", what_, consumer.error().message());
         return consumer.error();
     }
-    // From the start of the (compacted) topic: the latest record of every key.
-    if (auto st = consumer.value()->seek(topic_partition{topic_, 0}, 0); !st) {
-        consumer.value()->close();
-        return st;
+    // From the start of each (compacted) topic: the latest record of every key.
+    for (const auto& tp : spec.assignment) {
+        if (auto st = consumer.value()->seek(tp, 0); !st) {
+            consumer.value()->close();
+            return st;
+        }
     }
     consumer_ = std::move(consumer.value());
     running_.store(true, std::memory_order_release);
@@ -66,7 +70,7 @@ void topic_follower::run() {
     const auto poll_wait =
         std::min<std::chrono::milliseconds>(period_, std::chrono::milliseconds(500));
     while (running_.load(std::memory_order_acquire)) {
-        if (std::chrono::steady_clock::now() >= next_tick) {
+        if (hooks_.tick && std::chrono::steady_clock::now() >= next_tick) {
             hooks_.tick();
             next_tick = std::chrono::steady_clock::now() + period_;
         }

@@ -1,9 +1,11 @@
 #pragma once
 
-// topic_follower: a thread that follows one single-partition compacted topic from its start —
-// every record, in order, to `apply` — and calls `tick` every `period`, where its owner writes
-// its own records. The shape of the cluster's small shared boards: the node list (sys.nodes,
-// node_directory.h) and the integrations' status (ie.uplink, integration/status_uplink.h).
+// topic_follower: a thread that follows single-partition compacted topics from their start —
+// every record, in order per topic, to `apply` — and calls `tick` (if set) every `period`, where
+// its owner writes its own records. The shape of the cluster's small shared boards: the node
+// list (sys.nodes, node_directory.h), the integrations' status (ie.uplink,
+// integration/status_uplink.h) and their definitions (ie.downlink.*,
+// integration/integration_service.h).
 //
 // A poll that fails is retried with backoff (base::retry_pacer), so a log outage delays the
 // board, never ends it. Lifecycle: start() after the log is up (creates the topic, starts the
@@ -20,6 +22,7 @@
 #include <stop_token>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace starling::broker {
 
@@ -30,10 +33,11 @@ class topic_follower {
         std::function<void(const log_record&)> apply;
     };
 
-    // `what` names the board in log lines ("node directory"). The topic is created with one
+    // `what` names the board in log lines ("node directory"). Each topic is created with one
     // partition, compacted, and `retention_ms` (-1: forever).
-    topic_follower(message_log& log, std::string what, std::string topic, std::string group,
-                   std::int64_t retention_ms, std::chrono::milliseconds period, hooks h);
+    topic_follower(message_log& log, std::string what, std::vector<std::string> topics,
+                   std::string group, std::int64_t retention_ms, std::chrono::milliseconds period,
+                   hooks h);
     ~topic_follower();
     topic_follower(const topic_follower&) = delete;
     topic_follower& operator=(const topic_follower&) = delete;
@@ -46,7 +50,7 @@ class topic_follower {
 
     message_log& log_;
     const std::string what_;
-    const std::string topic_;
+    const std::vector<std::string> topics_;
     const std::string group_;
     const std::int64_t retention_ms_;
     const std::chrono::milliseconds period_;

@@ -71,6 +71,11 @@ class topic_names {
     }
     // Status reports of the executors (integration/status_uplink.h), compacted, key = id.
     std::string ie_uplink() const { return name("ie.uplink"); }
+    // Definitions as they change, one compacted topic per type ("http", "mqtt", "kafka"), key =
+    // id (integration/integration_service.h).
+    std::string ie_downlink(std::string_view type) const {
+        return name("ie.downlink.") + std::string(type);
+    }
 
     // Shared APPLICATION subscriptions (docs/architecture.md §5): one topic per topic filter, read
     // by one consumer group per (share name, filter). Groups with the same filter and different

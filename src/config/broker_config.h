@@ -716,6 +716,9 @@ struct integrations_section {
     // Whether this node runs integration executors (integration/README.md). false: they run in
     // starling-ie processes; the node still routes copies to msg.ie.<id> and serves the API.
     bool executor_enabled{};
+    // How often the integrations' definitions are read from the metadata store again: the
+    // reconciliation behind the change notices on ie.downlink.*.
+    std::chrono::milliseconds refresh_interval{};
 
     friend bool operator==(const integrations_section&, const integrations_section&) = default;
 };

@@ -725,6 +725,8 @@ const std::vector<binding>& bindings() {
         // --- integrations
         boolean({"integrations.executor.enabled", "INTEGRATIONS_EXECUTOR_ENABLED", "true"},
                 FIELD(integrations.executor_enabled)),
+        integer({"integrations.refresh-interval", "INTEGRATIONS_REFRESH_INTERVAL", "10000"},
+                FIELD(integrations.refresh_interval), {.min = 100, .max = 3'600'000, .unit = "ms"}),
         // --- server (HTTP)
         text({"server.address", "HTTP_BIND_ADDRESS", "0.0.0.0"}, FIELD(server.address), ip_address),
         port({"server.port", "HTTP_BIND_PORT", "8083"}, FIELD(server.port)),

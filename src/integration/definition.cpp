@@ -542,4 +542,37 @@ json to_json(const definition& d) {
     return out;
 }
 
+std::string encode_row(const integration_row& row) {
+    return json{{"id", row.id},
+                {"createdTime", row.created_time_ms},
+                {"name", row.name},
+                {"type", row.type},
+                {"enabled", row.enabled},
+                {"configuration", row.configuration},
+                {"additionalInfo", row.additional_info}}
+        .dump();
+}
+
+std::optional<integration_row> decode_row(const std::string& value) {
+    const json j = json::parse(value, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) {
+        return std::nullopt;
+    }
+    try {
+        integration_row row{.id = j.at("id").get<std::string>(),
+                            .created_time_ms = j.at("createdTime").get<std::int64_t>(),
+                            .name = j.at("name").get<std::string>(),
+                            .type = j.at("type").get<std::string>(),
+                            .enabled = j.at("enabled").get<bool>(),
+                            .configuration = j.at("configuration").get<std::string>(),
+                            .additional_info = j.at("additionalInfo").get<std::string>()};
+        if (row.id.empty()) {
+            return std::nullopt;
+        }
+        return row;
+    } catch (const json::exception&) {
+        return std::nullopt;
+    }
+}
+
 }  // namespace starling::integration

@@ -151,6 +151,11 @@ std::variant<definition, std::string> from_row(const integration_row& row);
 integration_row to_row(const definition& d);
 nlohmann::json to_json(const definition& d);
 
+// A stored row as the value of its ie.downlink.<type> record (integration_service.h), and
+// back; nullopt for a value that is not one.
+std::string encode_row(const integration_row& row);
+std::optional<integration_row> decode_row(const std::string& value);
+
 // RFC 4648 §4 base64 (with padding).
 std::string base64_encode(std::string_view bytes);
 

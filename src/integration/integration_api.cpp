@@ -164,6 +164,7 @@ void add_integration_routes(http::router& routes, metadata_store& store,
                                 done(error_response(status_code::not_found, "no such integration"));
                             } else {
                                 spdlog::info("integration {} deleted", id);
+                                service.announce_deleted(id);
                                 service.refresh_now(id, [done = std::move(done)] {
                                     done(json_response(json::object()));
                                 });
@@ -202,19 +203,19 @@ void add_integration_routes(http::router& routes, metadata_store& store,
             // Saves `d` and answers it once this node's router and executors follow it.
             auto save = [&store, &service](definition saved, responder answer) {
                 auto row = to_row(saved);
-                store.save_integration(
-                    std::move(row),
-                    [&service, d = std::move(saved), done = std::move(answer)](status st) mutable {
-                        if (!st) {
-                            done(unavailable(st.error()));
-                            return;
-                        }
-                        spdlog::info("integration {} ('{}', {}) saved", d.id, d.name, d.type);
-                        service.refresh_now(std::nullopt,
-                                            [&service, d = std::move(d), done = std::move(done)] {
-                                                done(json_response(full_json(d, service)));
-                                            });
-                    });
+                store.save_integration(row, [&service, row, d = std::move(saved),
+                                             done = std::move(answer)](status st) mutable {
+                    if (!st) {
+                        done(unavailable(st.error()));
+                        return;
+                    }
+                    spdlog::info("integration {} ('{}', {}) saved", d.id, d.name, d.type);
+                    service.announce(row);
+                    service.refresh_now(std::nullopt,
+                                        [&service, d = std::move(d), done = std::move(done)] {
+                                            done(json_response(full_json(d, service)));
+                                        });
+                });
             };
             if (d.id.empty()) {
                 d.id = auth::random_uuid();

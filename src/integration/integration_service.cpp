@@ -10,6 +10,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cctype>
 #include <future>
 #include <tuple>
 
@@ -39,9 +41,70 @@ void integration_service::start() {
             "integrations: status reports are off (see above); the API shows what this "
             "process runs");
     }
+    std::vector<std::string> downlink_topics;
+    for (const char* type : {"http", "mqtt", "kafka"}) {
+        downlink_topics.push_back(topics_.ie_downlink(type));
+    }
+    auto downlink = std::make_unique<broker::topic_follower>(
+        log_, "integration definitions", std::move(downlink_topics),
+        topics_.group(opts_.service_id + "-ie-downlink"), opts_.topic_retention_ms,
+        opts_.status_period,
+        broker::topic_follower::hooks{.apply = [this](const log_record& rec) { noticed(rec); }});
+    if (downlink->start()) {
+        downlink_ = std::move(downlink);
+    } else {
+        spdlog::warn(
+            "integrations: changes made on other nodes arrive with the periodic read only "
+            "(every {} ms; see above)",
+            opts_.refresh_period.count());
+    }
     work_.emplace(io_.get_executor());
     io_thread_ = std::thread([this] { io_.run(); });
     refresh_thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
+}
+
+void integration_service::noticed(const log_record& rec) {
+    std::optional<integration_row> row;
+    if (!rec.value.empty()) {
+        row = decode_row(rec.value);
+        if (!row || row->id != rec.key) {
+            spdlog::warn("integrations: unreadable definition for '{}' in {} at offset {} ignored",
+                         rec.key, rec.topic, rec.offset);
+            return;
+        }
+    }
+    {
+        std::lock_guard lock(mutex_);
+        notices_.emplace_back(rec.key, std::move(row));
+    }
+    wake_.notify_all();
+}
+
+void integration_service::announce(const integration_row& row) {
+    std::string type = row.type;
+    std::transform(type.begin(), type.end(), type.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    log_.produce(topics_.ie_downlink(type), row.id, encode_row(row), {},
+                 [id = row.id](result<produce_ack> r) {
+                     if (!r) {
+                         spdlog::warn(
+                             "integration {}: change not announced ({}); other processes apply "
+                             "it at their next read of the store",
+                             id, r.error().message());
+                     }
+                 });
+}
+
+void integration_service::announce_deleted(const std::string& id) {
+    // The type is gone with the row: a tombstone on each topic (a key never written is a no-op).
+    for (const char* type : {"http", "mqtt", "kafka"}) {
+        log_.produce(topics_.ie_downlink(type), id, std::string(), {}, [id](result<produce_ack> r) {
+            if (!r) {
+                spdlog::warn("integration {}: deletion not announced ({})", id,
+                             r.error().message());
+            }
+        });
+    }
 }
 
 void integration_service::stop() {
@@ -51,6 +114,9 @@ void integration_service::stop() {
     if (refresh_thread_.joinable()) {
         refresh_thread_.request_stop();
         refresh_thread_.join();
+    }
+    if (downlink_) {
+        downlink_->stop();
     }
     matcher_.replace({});
     if (uplink_) {
@@ -95,38 +161,70 @@ void integration_service::refresh_now(std::optional<std::string> deleted_id,
         if (applied) {
             waiting_.push_back(std::move(applied));
         }
-        wake_requested_ = true;
+        store_read_requested_ = true;
     }
     wake_.notify_all();
 }
 
 void integration_service::run(std::stop_token stop) {
+    auto next_read = std::chrono::steady_clock::now();
     while (!stop.stop_requested()) {
         std::vector<std::function<void()>> waiting;
+        std::vector<std::pair<std::string, std::optional<integration_row>>> notices;
+        bool read_store = false;
         {
             std::lock_guard lock(mutex_);
             waiting.swap(waiting_);
-            wake_requested_ = false;
+            notices.swap(notices_);
+            read_store = store_read_requested_ || std::chrono::steady_clock::now() >= next_read;
+            store_read_requested_ = false;
         }
-        std::promise<result<std::vector<integration_row>>> promise;
-        auto future = promise.get_future();
-        store_.list_integrations([&promise](result<std::vector<integration_row>> rows) {
-            promise.set_value(std::move(rows));
-        });
-        auto rows = future.get();
-        if (rows) {
-            apply(rows.value());
-        } else {
-            spdlog::warn(
-                "integrations: the metadata store cannot list them ({}); keeping the "
-                "current ones, next try in {} ms",
-                rows.error().message(), opts_.refresh_period.count());
+        bool changed = !notices.empty();
+        if (read_store) {
+            next_read = std::chrono::steady_clock::now() + opts_.refresh_period;
+            std::promise<result<std::vector<integration_row>>> promise;
+            auto future = promise.get_future();
+            store_.list_integrations([&promise](result<std::vector<integration_row>> rows) {
+                promise.set_value(std::move(rows));
+            });
+            auto rows = future.get();
+            if (rows) {
+                rows_.clear();
+                for (auto& row : rows.value()) {
+                    auto id = row.id;
+                    rows_.emplace(std::move(id), std::move(row));
+                }
+                changed = true;
+            } else {
+                spdlog::warn(
+                    "integrations: the metadata store cannot list them ({}); keeping the "
+                    "current ones, next try in {} ms",
+                    rows.error().message(), opts_.refresh_period.count());
+            }
+        }
+        // Notices read while the store answered come after its rows: a change announced after
+        // the read is not undone by it.
+        for (auto& [id, row] : notices) {
+            if (row) {
+                rows_.insert_or_assign(id, std::move(*row));
+            } else {
+                rows_.erase(id);
+            }
+        }
+        if (changed) {
+            std::vector<integration_row> all;
+            all.reserve(rows_.size());
+            for (const auto& [id, row] : rows_) {
+                all.push_back(row);
+            }
+            apply(all);
         }
         for (auto& w : waiting) {
             w();
         }
         std::unique_lock lock(mutex_);
-        wake_.wait_for(lock, stop, opts_.refresh_period, [this] { return wake_requested_; });
+        wake_.wait_until(lock, stop, next_read,
+                         [this] { return store_read_requested_ || !notices_.empty(); });
     }
 }
 

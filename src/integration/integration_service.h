@@ -4,17 +4,22 @@
 // `integration` rows), the router's matcher and an executor per enabled integration.
 //
 // A refresh thread reads every row from the store at start, every `refresh_period`, and at
-// once after this node's API changed one (refresh_now). For each enabled integration it makes
-// msg.ie.<id> exist (one partition, seven days) before the router may match it, then updates
-// the matcher and starts, restarts (changed definition) or stops executors. In cluster mode the
-// store is the shared PostgreSQL, so another node's change reaches this one within a period;
-// the executor group gives each integration one owner (executor.h). A store that cannot
-// answer leaves everything as it was and is retried at the next period.
+// once after this node's API changed one (refresh_now). Between reads, changes arrive as
+// records: the node whose API saved or deleted an integration writes the row (or a tombstone)
+// to the compacted ie.downlink.<type> topic, which every process follows (announce), so another
+// node or a starling-ie applies a change within moments rather than at its next read; the
+// periodic read stays the reconciliation (the store is the record: a notice that was lost is
+// made good by it). For each enabled integration it makes msg.ie.<id> exist (one partition,
+// seven days) before the router may match it, then updates the matcher and starts, restarts
+// (changed definition) or stops executors. The executor group gives each integration one owner
+// (executor.h). A store that cannot answer leaves everything as it was and is retried at the
+// next period.
 //
 // Lifecycle: start() after the log and store are up, stop() before the broker core is
 // destroyed (it clears the matcher); a second stop() (the destructor's) does nothing. Concurrency:
 // every public method any thread.
 
+#include "broker/topic_follower.h"
 #include "broker/topics.h"
 #include "metrics/integration_probe.h"
 #include "starling/message_log.h"
@@ -80,6 +85,11 @@ class integration_service {
     void refresh_now(std::optional<std::string> deleted_id = std::nullopt,
                      std::function<void()> applied = {});
 
+    // Tells every process of the cluster about a saved row or a deleted integration at once
+    // (ie.downlink.<type>); best effort: the periodic store read covers a notice that is lost.
+    void announce(const integration_row& row);
+    void announce_deleted(const std::string& id);
+
     // An integration's execution: the owning executor's status, this process's own when it
     // owns it, else the owner's latest report on ie.uplink, else this process's standby
     // executor; nullopt when nothing runs it anywhere this process knows of.
@@ -92,6 +102,8 @@ class integration_service {
 
   private:
     void run(std::stop_token stop);
+    // A record of ie.downlink.*, queued for the refresh thread (the downlink's thread).
+    void noticed(const log_record& rec);
     void apply(const std::vector<integration_row>& rows);
     void stop_executor(const std::string& id);
     std::unique_ptr<target> make_target(const definition& d);
@@ -115,13 +127,19 @@ class integration_service {
     std::atomic<bool> stopped_{false};
     mutable std::mutex mutex_;
     std::condition_variable_any wake_;
-    bool wake_requested_ = false;
+    bool store_read_requested_ = false;
+    // Changes read from ie.downlink.*, for the refresh thread: the row, or nullopt (deleted).
+    std::vector<std::pair<std::string, std::optional<integration_row>>> notices_;
+    // The definitions as the refresh thread knows them (its thread only): the last store read
+    // with the notices since.
+    std::map<std::string, integration_row> rows_;
     std::vector<std::function<void()>> waiting_;  // refresh_now's `applied`, for the next refresh
     // Integrations deleted through this node's API → when their topic goes.
     std::map<std::string, std::chrono::steady_clock::time_point> deleted_here_;
     std::set<std::string> topics_ready_;
     std::map<std::string, std::unique_ptr<executor>> executors_;
     std::unique_ptr<status_uplink> uplink_;  // set by start(); null when it could not start
+    std::unique_ptr<broker::topic_follower> downlink_;  // likewise
 };
 
 }  // namespace starling::integration

@@ -67,7 +67,7 @@ status_uplink::status_uplink(message_log& log, std::string topic, std::string gr
       period_(period),
       now_ms_(std::move(now_ms)),
       follower_(
-          log, "integration status", topic_, std::move(group),
+          log, "integration status", {topic_}, std::move(group),
           /*retention_ms=*/7LL * 24 * 3600 * 1000, period,
           {.tick = [this] { report(); }, .apply = [this](const log_record& rec) { apply(rec); }}) {}
 

@@ -417,3 +417,32 @@ def test_cluster_has_one_sender_and_another_node_takes_over_after_sigkill(
     wait_for(lambda: status_of(survivor, made["id"])["reportedBy"] == service_id(survivor),
              timeout=30, what="the survivor sending")
     assert status_of(survivor, made["id"])["state"] == "ACTIVE"
+
+
+@requires_services
+def test_changes_reach_the_other_node_at_once(broker_factory, paho_client, target, uid):
+    """Two nodes that read the store only every 10 minutes: an integration created, disabled,
+    enabled and deleted through one node's API reaches the other within seconds, through the
+    ie.downlink.* records — the other node routes to it (a message published there arrives),
+    then stops, starts and stops running it."""
+    a, b = start_nodes(broker_factory, 2, SECURITY_ADMIN_TOKEN=TOKEN,
+                       INTEGRATIONS_REFRESH_INTERVAL="600000")
+    made = create(a, body_for("noticed", [f"{uid}/#"], target.url))
+    wait_for(lambda: runs_executor(b, made["id"]), timeout=20, what="node b applying the new one")
+    pub = paho_client(b, protocol=5)
+    assert pub.publish_and_wait(f"{uid}/x", b"via b", qos=1) < 0x80
+    wait_for(lambda: target.count() >= 1, timeout=30, what="the message published to node b")
+
+    def save(enabled: bool) -> None:
+        body = body_for("noticed", [f"{uid}/#"], target.url)
+        body.update(id=made["id"], enabled=enabled)
+        status, got = rest.call(a, "POST", "/api/integration", TOKEN, body)
+        assert status == 200, got
+
+    save(enabled=False)
+    wait_for(lambda: not runs_executor(b, made["id"]), timeout=20, what="node b stopping it")
+    save(enabled=True)
+    wait_for(lambda: runs_executor(b, made["id"]), timeout=20, what="node b running it again")
+    status, got = rest.call(a, "DELETE", one(made["id"]), TOKEN)
+    assert status == 200, got
+    wait_for(lambda: not runs_executor(b, made["id"]), timeout=20, what="node b dropping it")

@@ -143,6 +143,32 @@ TEST(IntegrationDefinition, ErrorsNameTheOffendingField) {
     }
 }
 
+TEST(IntegrationDefinition, RowsRoundTripThroughTheirDownlinkRecord) {
+    const integration_row row{.id = "5f0c0e2a-1111-4222-8333-944455556666",
+                              .created_time_ms = 1700000000123,
+                              .name = "to \"backend\" \xe2\x9c\x93",
+                              .type = "MQTT",
+                              .enabled = false,
+                              .configuration = R"({"topicFilters":["a/#"]})",
+                              .additional_info = ""};
+    auto back = decode_row(encode_row(row));
+    ASSERT_TRUE(back);
+    EXPECT_EQ(*back, row);
+
+    EXPECT_FALSE(decode_row(""));
+    EXPECT_FALSE(decode_row("{"));
+    EXPECT_FALSE(decode_row("[1]"));
+    auto no_id = json::parse(encode_row(row));
+    no_id["id"] = "";
+    EXPECT_FALSE(decode_row(no_id.dump()));
+    auto wrong_type = json::parse(encode_row(row));
+    wrong_type["enabled"] = "no";
+    EXPECT_FALSE(decode_row(wrong_type.dump()));
+    auto missing = json::parse(encode_row(row));
+    missing.erase("configuration");
+    EXPECT_FALSE(decode_row(missing.dump()));
+}
+
 TEST(IntegrationDefinition, UnknownTypesNameTheField) {
     json body = valid_body();
     body["type"] = "SMTP";
