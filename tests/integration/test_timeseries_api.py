@@ -127,6 +127,9 @@ def test_starlingctl_stats_prints_the_cluster_and_one_node(broker_factory, tmp_p
 
 @pytest.mark.cluster
 @requires_services
+# Two waits for a sampling boundary (each up to a minute after start-up): more than the suite's
+# default 60 s per test.
+@pytest.mark.timeout(240)
 def test_every_node_samples_and_any_node_serves_the_cluster(broker_factory, paho_client):
     """Two nodes sharing PostgreSQL each write their own minute points; node A answers for
     both. Waits for a sampling boundary (at most a minute)."""
