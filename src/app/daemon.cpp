@@ -384,26 +384,8 @@ void daemon::start() {
         // Cluster mode: the log is Kafka, device inboxes are in Redis, metadata in PostgreSQL.
         spdlog::info("starting node {} in cluster mode, Kafka at {}, Redis: {}", cfg_.service.id,
                      cfg_.queue.kafka.bootstrap_servers, redis_description(cfg_.redis));
-        auto log = adapters::kafka::kafka_message_log::open(kafka_config(cfg_));
-        if (!log) {
-            throw std::runtime_error("queue.kafka: cannot create the Kafka client: " +
-                                     log.error().message() + " (see the log line above)");
-        }
-        p.kafka_log = std::move(log.value());
+        p.kafka_log = open_kafka_log(cfg_, p.health);
         p.log_port = p.kafka_log.get();
-        // A bad bootstrap list or a Kafka that is down would otherwise surface as a topic
-        // creation error; a metadata round trip, bounded by the admin timeout, names the cause.
-        const auto msg_all = broker::topic_names(cfg_.queue.kafka.kafka_prefix).msg_all();
-        wait_for_store("Kafka", [&]() -> std::optional<std::string> {
-            auto probe = p.kafka_log->partition_count(msg_all);
-            if (probe || probe.error() == std::errc::no_such_file_or_directory) {
-                return std::nullopt;
-            }
-            return "queue.kafka.bootstrap.servers: Kafka at \"" +
-                   cfg_.queue.kafka.bootstrap_servers + "\" did not answer within " +
-                   std::to_string(cfg_.queue.kafka.admin_command_timeout.count()) +
-                   " s (queue.kafka.admin.command-timeout): " + probe.error().message();
-        });
     } else {
         spdlog::info("starting node {} in embedded mode, data in {}", cfg_.service.id,
                      data_dir.string());
@@ -1043,17 +1025,7 @@ void daemon::open_cluster_stores() {
         return std::nullopt;
     });
 
-    adapters::postgres::postgres_metadata_store::tuning metadata_tuning;
-    metadata_tuning.unauthorized = unauthorized_options_of(cfg_);
-    wait_for_store("PostgreSQL", [&]() -> std::optional<std::string> {
-        auto metadata = adapters::postgres::postgres_metadata_store::open(
-            cfg_.spring.datasource, system_clock::instance(), metadata_tuning);
-        if (!metadata) {
-            return "spring.datasource.url: cannot use PostgreSQL: " + metadata.error().message();
-        }
-        p.postgres_metadata = std::move(metadata.value());
-        return std::nullopt;
-    });
+    p.postgres_metadata = open_postgres_metadata(cfg_, p.health);
     p.metadata_port = p.postgres_metadata.get();
     // Nothing local holds data_dir in cluster mode; only the listeners file lives there.
     std::filesystem::remove(cfg_.starling.data_dir / "listeners.json");

@@ -72,32 +72,9 @@ void ie_process::start() {
 
     spdlog::info("starting integration executor {}, Kafka at {}", cfg_.service.id,
                  cfg_.queue.kafka.bootstrap_servers);
-    auto log = adapters::kafka::kafka_message_log::open(kafka_config(cfg_));
-    if (!log) {
-        throw std::runtime_error("queue.kafka: cannot create the Kafka client: " +
-                                 log.error().message() + " (see the log line above)");
-    }
-    p.log = std::move(log.value());
+    p.log = open_kafka_log(cfg_, p.health);
+    p.metadata = open_postgres_metadata(cfg_, p.health);
     const broker::topic_names topics(cfg_.queue.kafka.kafka_prefix);
-    wait_for_store(p.health, "Kafka", [&]() -> std::optional<std::string> {
-        auto probe = p.log->partition_count(topics.msg_all());
-        if (probe || probe.error() == std::errc::no_such_file_or_directory) {
-            return std::nullopt;
-        }
-        return "queue.kafka.bootstrap.servers: Kafka at \"" + cfg_.queue.kafka.bootstrap_servers +
-               "\" did not answer: " + probe.error().message();
-    });
-    adapters::postgres::postgres_metadata_store::tuning tuning;
-    tuning.unauthorized = unauthorized_options_of(cfg_);
-    wait_for_store(p.health, "PostgreSQL", [&]() -> std::optional<std::string> {
-        auto metadata = adapters::postgres::postgres_metadata_store::open(
-            cfg_.spring.datasource, system_clock::instance(), tuning);
-        if (!metadata) {
-            return "spring.datasource.url: cannot use PostgreSQL: " + metadata.error().message();
-        }
-        p.metadata = std::move(metadata.value());
-        return std::nullopt;
-    });
     p.health.add("messageLog", [log = p.log.get()] { return health_of(log->healthy()); });
     p.health.add("metadataStore",
                  [metadata = p.metadata.get()] { return health_of(metadata->healthy()); });

@@ -1,6 +1,7 @@
 #include "app/startup.h"
 
 #include "broker/topics.h"
+#include "starling/clock.h"
 
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -8,7 +9,9 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -108,6 +111,45 @@ void wait_for_store(http::health_registry& health, std::string_view what,
         }
         pause = std::min<std::chrono::milliseconds>(pause * 2, std::chrono::seconds(30));
     }
+}
+
+std::unique_ptr<adapters::kafka::kafka_message_log> open_kafka_log(const config::broker_config& cfg,
+                                                                   http::health_registry& health) {
+    auto opened = adapters::kafka::kafka_message_log::open(kafka_config(cfg));
+    if (!opened) {
+        throw std::runtime_error("queue.kafka: cannot create the Kafka client: " +
+                                 opened.error().message() + " (see the log line above)");
+    }
+    auto log = std::move(opened.value());
+    const auto msg_all = broker::topic_names(cfg.queue.kafka.kafka_prefix).msg_all();
+    wait_for_store(health, "Kafka", [&]() -> std::optional<std::string> {
+        auto probe = log->partition_count(msg_all);
+        if (probe || probe.error() == std::errc::no_such_file_or_directory) {
+            return std::nullopt;
+        }
+        return "queue.kafka.bootstrap.servers: Kafka at \"" + cfg.queue.kafka.bootstrap_servers +
+               "\" did not answer within " +
+               std::to_string(cfg.queue.kafka.admin_command_timeout.count()) +
+               " s (queue.kafka.admin.command-timeout): " + probe.error().message();
+    });
+    return log;
+}
+
+std::unique_ptr<adapters::postgres::postgres_metadata_store> open_postgres_metadata(
+    const config::broker_config& cfg, http::health_registry& health) {
+    adapters::postgres::postgres_metadata_store::tuning tuning;
+    tuning.unauthorized = unauthorized_options_of(cfg);
+    std::unique_ptr<adapters::postgres::postgres_metadata_store> store;
+    wait_for_store(health, "PostgreSQL", [&]() -> std::optional<std::string> {
+        auto metadata = adapters::postgres::postgres_metadata_store::open(
+            cfg.spring.datasource, system_clock::instance(), tuning);
+        if (!metadata) {
+            return "spring.datasource.url: cannot use PostgreSQL: " + metadata.error().message();
+        }
+        store = std::move(metadata.value());
+        return std::nullopt;
+    });
+    return store;
 }
 
 }  // namespace starling::app

@@ -4,12 +4,14 @@
 // settings from the configuration, and a patient wait for a store that does not answer yet.
 
 #include "adapters/kafka/kafka_message_log.h"
+#include "adapters/postgres/postgres_metadata_store.h"
 #include "adapters/unauthorized_log.h"
 #include "config/broker_config.h"
 #include "http/health.h"
 #include "metrics/registry.h"
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -45,5 +47,15 @@ http::component_health health_of(bool healthy);
 // main.cpp), which throws start_interrupted.
 void wait_for_store(http::health_registry& health, std::string_view what,
                     const std::function<std::optional<std::string>()>& attempt);
+
+// The Kafka client of queue.kafka.*, once Kafka answers a metadata round trip (waited for as
+// above: a bad bootstrap list or a Kafka that is down is named here, not later as a topic
+// creation error). Throws std::runtime_error when the client cannot even be created.
+std::unique_ptr<adapters::kafka::kafka_message_log> open_kafka_log(const config::broker_config& cfg,
+                                                                   http::health_registry& health);
+
+// The PostgreSQL metadata store of spring.datasource.*, waited for as above.
+std::unique_ptr<adapters::postgres::postgres_metadata_store> open_postgres_metadata(
+    const config::broker_config& cfg, http::health_registry& health);
 
 }  // namespace starling::app
