@@ -25,6 +25,7 @@ debian_packages=(
     redis-server postgresql
     clang clang-format clang-tidy libclang-rt-14-dev
     mosquitto mosquitto-clients
+    chromium fonts-dejavu-core
     libpaho-mqtt-dev libpaho-mqttpp-dev
     python3-venv
     procps curl
@@ -97,13 +98,17 @@ PY
 if ! python_requirements_met 2>/dev/null; then
     "$venv/bin/pip" install -q --disable-pip-version-check -r "$python_requirements"
 fi
-# MQTT.js for the WebSocket interoperability test (tests/integration/js), pinned by its
-# package-lock.json. Optional: without node the test skips and says why.
+# MQTT.js, pinned by each folder's package-lock.json: for the WebSocket interoperability test
+# (tests/integration/js) and for the console's WebSocket client page (ui/: its browser module is
+# compiled into starlingd, so this runs before any build). Without npm the test skips and the
+# console's client page is missing; the build says so.
 if command -v npm >/dev/null 2>&1; then
-    if [[ ! -d "$root/tests/integration/js/node_modules/mqtt" ]]; then
-        (cd "$root/tests/integration/js" && npm ci --no-audit --no-fund --silent)
-    fi
+    for folder in tests/integration/js ui; do
+        if [[ ! -d "$root/$folder/node_modules/mqtt" ]]; then
+            (cd "$root/$folder" && npm ci --no-audit --no-fund --silent)
+        fi
+    done
 else
-    echo "install-deps: npm not found; test_websocket.py's MQTT.js test will be skipped"
+    echo "install-deps: npm not found; MQTT.js is missing for tests/integration/js and ui/"
 fi
 echo "install-deps: done"

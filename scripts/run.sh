@@ -25,8 +25,9 @@ if [[ -z "${SECURITY_ADMIN_PASSWORD:-}" ]]; then
     secret_file data/.admin-password
     SECURITY_ADMIN_PASSWORD="$(cat data/.admin-password)"
     export SECURITY_ADMIN_PASSWORD
-    echo "Management API on http://localhost:8083/api/ — admin $admin_user, password in" \
-        "$root/data/.admin-password (used on the first start only). Log in with:"
+    echo "Console on http://localhost:8083/ and management API on http://localhost:8083/api/ —" \
+        "admin $admin_user, password in $root/data/.admin-password (used on the first start" \
+        "only). From a terminal:"
     echo "  tools/starlingctl/starlingctl login --url http://localhost:8083 --username $admin_user"
 fi
 if [[ -z "${SECURITY_ADMIN_TOKEN:-}" ]]; then

@@ -3,17 +3,20 @@
 #   1. format check (clang-format, no drift allowed)
 #   2. debug build with ASan + UBSan: unit, contract and fuzz-corpus-replay tests (ctest)
 #   3. TSan build: the concurrency tests (ctest label "concurrency")
-#   4. clang + libFuzzer build: each fuzz target runs for a bounded time
+#   4. clang + libFuzzer build: each input-parser fuzz target runs for a bounded time (the two
+#      whole-stack targets with STARLING_FUZZ_ALL=1: see scripts/fuzz.sh)
 #   5. a few seconds of benchmark smoke (bench/run.sh --smoke) so the load generator keeps working
 #   5b. deployment files validated without a container engine (scripts/validate-deploy.sh)
-#   6. integration tests: the real starlingd (ASan build) driven by paho-mqtt and mosquitto clients
+#   6. integration tests: the real starlingd (ASan build) driven by paho-mqtt and mosquitto clients,
+#      and the web console in Debian's headless Chromium (Playwright)
 # Kafka, Redis and PostgreSQL (scripts/services.sh) run for the whole run — the adapters' contract
 # suites and the cluster tests find them through STARLING_TEST_{KAFKA,REDIS,POSTGRES} — and are
 # stopped at the end.
 # Ends with one line "N passed, M failed, K skipped" summing every runner.
 #
 # Environment: STARLING_FUZZ_SECONDS (default 20 per target), STARLING_SKIP_TSAN=1,
-# STARLING_SKIP_FUZZ=1, STARLING_SKIP_DEPLOY=1 to shorten local runs.
+# STARLING_SKIP_FUZZ=1, STARLING_SKIP_DEPLOY=1 to shorten local runs; STARLING_FUZZ_ALL=1 to
+# fuzz the whole-stack targets too.
 set -uo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

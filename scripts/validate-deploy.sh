@@ -416,6 +416,10 @@ def check_dockerfile(path, ignore_path):
             continue
         parts = [p for p in shlex.split(a) if not p.startswith("--")]
         for src in parts[:-1]:
+            if word == "ADD" and src.startswith("https://"):
+                if not any(f.startswith("--checksum=sha256:") for f in flags):
+                    problem(f"Dockerfile: ADD {src} without --checksum=sha256:...")
+                continue
             src = src.rstrip("/")
             full = os.path.join(ROOT, src)
             if not os.path.exists(full):
@@ -425,6 +429,12 @@ def check_dockerfile(path, ignore_path):
                     problem(f"Dockerfile: COPY {src}/ would copy nothing ({ignore_path})")
             elif src not in files:
                 problem(f"Dockerfile: COPY source {src} is excluded by {ignore_path}")
+    # The console's MQTT.js: the version the image downloads is the one ui/ pins.
+    lock = json.load(open(os.path.join(ROOT, "ui", "package-lock.json")))
+    pinned = lock["packages"]["node_modules/mqtt"]["version"]
+    downloaded = re.findall(r"registry\.npmjs\.org/mqtt/-/mqtt-([0-9.]+)\.tgz", open(path).read())
+    if downloaded != [pinned]:
+        problem(f"Dockerfile: MQTT.js {downloaded or 'not downloaded'}, ui/package-lock.json pins {pinned}")
     # Build packages come from scripts/install-deps.sh (one list to maintain).
     stages = stage_packages(path)
     known = install_deps_packages()

@@ -40,6 +40,7 @@
 #include "http/quota_api.h"
 #include "http/server.h"
 #include "http/timeseries_api.h"
+#include "http/ui_api.h"
 #include "http/unauthorized_client_api.h"
 #include "metrics/registry.h"
 #include "net/admission.h"
@@ -573,6 +574,7 @@ void daemon::start() {
     integration::add_integration_routes(api, *p.metadata_port, *p.integrations, access);
     http::add_timeseries_routes(api, *p.metadata_port, access);
     http::add_openapi_routes(api, access);
+    http::add_ui_routes(api, access);
     http::add_retained_msg_routes(api, retained_admin(p.node->core(), access));
     p.session_admin = std::make_unique<broker::session_admin>(p.node->core());
     http::add_client_session_routes(api, client_session_admin(*p.session_admin, access));
