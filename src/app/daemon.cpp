@@ -459,10 +459,8 @@ void daemon::start() {
             probe.quota_state(s.balance, s.reached);
         });
     }
-    p.node->start();
-    if (p.quota) {
-        p.quota->start();
-    }
+    // Integrations before the node: its router must find them when it routes again what was
+    // acknowledged before a crash (integration_service.h).
     p.integrations = std::make_unique<integration::integration_service>(
         *p.metadata_port, *p.log_port, p.node->core().topics(), p.node->core().integrations(),
         p.metrics.integration(),
@@ -472,6 +470,10 @@ void daemon::start() {
             .service_id = cfg_.service.id,
             .status_period = cfg_.service.heartbeat_interval});
     p.integrations->start();
+    p.node->start();
+    if (p.quota) {
+        p.quota->start();
+    }
     auto& node_core = p.node->core();
     p.loops = std::make_unique<broker::loop_watch>(node_core.timers(), node_core.dispatcher(),
                                                    system_clock::instance());

@@ -60,7 +60,17 @@ void integration_service::start() {
     }
     work_.emplace(io_.get_executor());
     io_thread_ = std::thread([this] { io_.run(); });
+    // start() returns after the first read of the store is applied: the node starts its router
+    // after this, so a message acknowledged before a crash and routed again at restart finds
+    // the integrations that were there (an empty matcher would skip its copy and commit).
+    std::promise<void> first_pass;
+    auto applied = first_pass.get_future();
+    {
+        std::lock_guard lock(mutex_);
+        waiting_.push_back([&first_pass] { first_pass.set_value(); });
+    }
     refresh_thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
+    applied.wait();
 }
 
 void integration_service::noticed(const log_record& rec) {

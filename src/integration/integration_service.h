@@ -15,9 +15,10 @@
 // (executor.h). A store that cannot answer leaves everything as it was and is retried at the
 // next period.
 //
-// Lifecycle: start() after the log and store are up, stop() before the broker core is
-// destroyed (it clears the matcher); a second stop() (the destructor's) does nothing. Concurrency:
-// every public method any thread.
+// Lifecycle: start() after the log and store are up and before the broker's router starts
+// (start() returns once the first read of the store is applied to the matcher), stop() before
+// the broker core is destroyed (it clears the matcher); a second stop() (the destructor's) does
+// nothing. Concurrency: every public method any thread.
 
 #include "broker/topic_follower.h"
 #include "broker/topics.h"

@@ -245,6 +245,27 @@ def test_acknowledged_messages_reach_the_target_after_sigkill(broker_factory, pa
     assert firsts == [str(i) for i in range(40)], firsts
 
 
+@pytest.mark.timeout(150)
+def test_messages_acknowledged_right_before_sigkill_reach_the_target(broker_factory, paho_client,
+                                                                      target, uid):
+    """400 QoS 1 messages published back to back, starlingd SIGKILLed at the last PUBACK: the
+    router has not copied all of them to the integration's topic yet, so the restarted node
+    routes the rest again — and must know the integration when it does (its definitions are
+    read before the router starts). Every one arrives."""
+    broker = broker_factory(env={"SECURITY_ADMIN_TOKEN": TOKEN})
+    create(broker, body_for("burst", [f"{uid}/#"], target.url, maxRetries=1000,
+                            retryBackoffMs=50, retryBackoffMaxMs=200))
+    pub = paho_client(broker, protocol=5)
+    mids = [pub.publish(f"{uid}/k", f"{i}".encode(), qos=1).mid for i in range(400)]
+    for mid in mids:
+        assert pub._wait_for(pub._acks, mid, 30, "PUBACK") < 0x80
+    broker.kill()
+    pub.close()
+    broker.start()
+    wait_for(lambda: len({b["payload"] for b in target.bodies()}) >= 400, timeout=90,
+             what="all 400 messages after the restart")
+
+
 def test_disabled_integration_sends_nothing(broker_factory, paho_client, target, uid):
     broker = broker_factory(env={"SECURITY_ADMIN_TOKEN": TOKEN})
     body = body_for("toggle", [f"{uid}/#"], target.url)
