@@ -77,7 +77,8 @@ async function route() {
   } catch (e) {
     main.append(h('p', {class: 'error'}, e.message));
   }
-  main.focus({preventScroll: true});
+  // Keyboard and screen-reader users start at the new page, unless it focused a field itself.
+  if (!main.contains(document.activeElement)) main.focus({preventScroll: true});
 }
 
 // Theme: the system's, or light / dark chosen here and remembered.

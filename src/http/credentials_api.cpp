@@ -21,10 +21,13 @@ constexpr std::string_view base_path = "/api/mqtt/client/credentials";
 // Rows one bulk import may carry: each plain password costs a bcrypt hash (tens of ms).
 constexpr std::size_t max_import_rows = 1000;
 
+// What answers show in place of a stored password hash (never handed out).
+constexpr std::string_view masked_password = "***";
+
 json to_json(const client_credentials& c) {
     json value = json::parse(c.credentials_value, nullptr, false);
     if (value.is_object() && value.contains("password") && !value["password"].is_null()) {
-        value["password"] = "***";  // never hand out hashes
+        value["password"] = masked_password;
     }
     return json{{"id", c.id},
                 {"createdTime", c.created_time_ms},
@@ -364,6 +367,34 @@ void with_row(metadata_store& store, const request& req, responder respond,
         });
 }
 
+// `row` (an MQTT_BASIC row sent with password "***") with the password hash stored under its
+// credentials id, then `then(row)`; 400 when no stored row has that id or it has no password.
+void with_stored_password(metadata_store& store, client_credentials row, const responder& respond,
+                          std::function<void(client_credentials)> then) {
+    const std::string id = row.credentials_id;
+    store.find_credentials({id}, [row = std::move(row), respond, then = std::move(then)](
+                                     result<std::vector<client_credentials>> rows) mutable {
+        if (!rows) {
+            respond(error_response(status_code::service_unavailable, rows.error().message()));
+            return;
+        }
+        const json stored =
+            rows->empty() ? json() : json::parse(rows->front().credentials_value, nullptr, false);
+        const auto hash = stored.is_object() ? stored.find("password") : stored.end();
+        if (!stored.is_object() || hash == stored.end() || !hash->is_string()) {
+            respond(error_response(status_code::bad_request,
+                                   "credentialsValue.password: \"***\" keeps the stored "
+                                   "password, but " +
+                                       row.credentials_id + " has none"));
+            return;
+        }
+        json value = json::parse(row.credentials_value);
+        value["password"] = *hash;
+        row.credentials_value = value.dump();
+        then(std::move(row));
+    });
+}
+
 }  // namespace
 
 void add_credentials_routes(router& routes, metadata_store& store, auth::worker_pool& pool,
@@ -421,25 +452,38 @@ void add_credentials_routes(router& routes, metadata_store& store, auth::worker_
                 respond(error_response(status_code::bad_request, why));
                 return;
             }
+            // "***" is what every answer shows for a stored password: a row read, edited and
+            // sent back keeps its password instead of getting "***" as a new one.
+            const bool keep_password = spec->password == masked_password;
+            if (keep_password) {
+                spec->password.reset();
+            }
             // bcrypt hashing is slow by design: off the I/O thread.
-            const bool queued =
-                pool.submit([&store, authenticator, spec = std::move(*spec), respond]() mutable {
-                    std::string error;
-                    auto row = auth::to_credentials_row(spec, &error);
-                    if (!row) {
-                        respond(error_response(status_code::bad_request, error));
-                        return;
-                    }
-                    const auto credentials_id = row->credentials_id;
-                    store.save_credentials(std::move(*row), [&store, respond, authenticator,
-                                                             credentials_id](status st) {
+            const bool queued = pool.submit([&store, authenticator, keep_password,
+                                             spec = std::move(*spec), respond]() mutable {
+                std::string error;
+                auto row = auth::to_credentials_row(spec, &error);
+                if (!row) {
+                    respond(error_response(status_code::bad_request, error));
+                    return;
+                }
+                auto save = [&store, authenticator, respond](client_credentials to_save) {
+                    const auto credentials_id = to_save.credentials_id;
+                    store.save_credentials(std::move(to_save), [&store, respond, authenticator,
+                                                                credentials_id](status st) {
                         if (!applied(st, authenticator, respond)) {
                             return;
                         }
                         spdlog::info("credentials {} saved through the REST API", credentials_id);
                         answer_stored(store, credentials_id, respond);
                     });
-                });
+                };
+                if (keep_password) {
+                    with_stored_password(store, std::move(*row), respond, std::move(save));
+                } else {
+                    save(std::move(*row));
+                }
+            });
             if (!queued) {
                 respond(error_response(status_code::service_unavailable, "auth worker pool busy"));
             }

@@ -376,6 +376,25 @@ def test_credentials_are_read_paged_updated_and_imported_in_bulk(broker_factory,
     assert conn.connect(f"{uid}-2", username="a+b", password="pw-2").reason_code == 0
     conn.disconnect()
 
+    # A row read, edited and sent back as it is shown ("***" for the password) keeps its
+    # password; "***" for credentials with no password (or none stored) is refused.
+    edited = {**got, "name": "plus, edited"}
+    edited["credentialsValue"] = {**changed["credentialsValue"],
+                                  "authRules": {"pubAuthRulePatterns": ["edited/.*"]}}
+    status, saved = api(broker, "POST", path, edited)
+    assert status == 200 and saved["name"] == "plus, edited", saved
+    conn = raw_client(broker, codec.MQTT5)
+    assert conn.connect(f"{uid}-2b", username="a+b", password="pw-2").reason_code == 0
+    assert conn.publish("edited/x", b"x", qos=1).reason_code == 0
+    assert conn.publish("other/x", b"x", qos=1).reason_code == 0x87
+    conn.disconnect()
+    conn = raw_client(broker, codec.MQTT5)
+    assert conn.connect(f"{uid}-2c", username="a+b", password="***").reason_code == 0x86
+    status, refused = api(broker, "POST", path, {
+        "name": "new", "credentialsType": "MQTT_BASIC",
+        "credentialsValue": {"userName": f"{uid}-nobody", "password": "***"}})
+    assert status == 400 and "keeps the stored password" in refused["message"], refused
+
     csv = (
         "name,credentialsType,userName,password,pubAuthRulePatterns\r\n"
         'bulk-1,MQTT_BASIC,bulk-1,pw,"bulk/1/.*;alarms/.*"\r\n'

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from playwright import sync_api as playwright_api
+from playwright.sync_api import expect
 
 from starling_it import rest
 from test_hostile_connections import wait_for
@@ -34,6 +35,7 @@ PASSWORD = "c0nsole-pass"
 TOKEN = "console-token"
 ADMINISTRATIVE_ACTION = 0x98
 NOT_AUTHORIZED = (0x86, 0x87)  # bad user name or password, not authorized
+NOT_AUTHORIZED_PUBACK = 0x87
 
 
 def console_env(**extra: str) -> dict[str, str]:
@@ -195,6 +197,22 @@ def test_log_in_kick_a_client_add_credentials_and_delete_a_retained_message(
     late = paho_client(broker, f"late-{uid}", username=f"user-{uid}", password="device-pw")
     late.subscribe(f"{uid}/state", qos=1)
     late.expect_no_message(within=0.5)
+
+    # The credentials edited in the console: new publish rules apply, the password (left empty
+    # in the form) is kept.
+    go(page, "Credentials")
+    page.get_by_role("button", name=f"Edit ui device {uid}").click()
+    form = page.locator("dialog")
+    assert form.get_by_label("User name", exact=True).input_value() == f"user-{uid}"
+    rules = form.get_by_label("May publish to (regular expressions)", exact=True)
+    assert rules.input_value() == f"{uid}/.*"
+    rules.fill(f"{uid}/only/.*")
+    screenshot(page, "credentials-edit")
+    form.get_by_role("button", name="Save").click()
+    page.get_by_text(f"Saved username|user-{uid}.").nth(1).wait_for()  # the second save
+    edited = paho_client(broker, f"edited-{uid}", username=f"user-{uid}", password="device-pw")
+    assert edited.publish_and_wait(f"{uid}/only/x", b"allowed", qos=1) < 0x80
+    assert edited.publish_and_wait(f"{uid}/state", b"refused", qos=1) == NOT_AUTHORIZED_PUBACK
 
     # The home page counts what is there.
     go(page, "Home")
@@ -384,3 +402,47 @@ def test_block_a_client_see_it_refused_and_the_other_pages(broker_factory, paho_
     screenshot(page, "phone-dark")
     page.get_by_role("button", name="Theme: system").click()  # → light, whatever the system says
     assert page.evaluate(background) == "rgb(246, 247, 249)"
+
+
+def test_the_console_is_usable_from_the_keyboard(broker_factory, paho_client, page):
+    """Log in, reach a session and open and close its details with the keyboard alone: Tab moves
+    through the controls, Enter follows a link or opens a focused row, Escape closes a dialog
+    and gives focus back to the row."""
+    broker = broker_factory(env=console_env())
+    uid = uuid.uuid4().hex[:8]
+    paho_client(broker, f"keyboard-{uid}")
+    page.goto(url(broker))
+    user = page.get_by_label("User name", exact=True)
+    user.wait_for()
+    # The login page focuses its first field.
+    expect(user).to_be_focused()
+    page.keyboard.type(USER)
+    page.keyboard.press("Tab")
+    page.keyboard.type(PASSWORD)
+    page.keyboard.press("Enter")
+    page.get_by_role("heading", name="Cluster").wait_for()
+
+    def tab_to(locator, limit: int = 60) -> None:
+        for _ in range(limit):
+            page.keyboard.press("Tab")
+            if locator.evaluate("e => e === document.activeElement"):
+                return
+        raise AssertionError(f"Tab never reached {locator}")
+
+    sessions = page.get_by_role("navigation").get_by_role("link", name="Sessions", exact=True)
+    tab_to(sessions)
+    page.keyboard.press("Enter")
+    search = page.get_by_label("Search by client id", exact=True)
+    tab_to(search)
+    page.keyboard.type(f"keyboard-{uid}")
+    row = page.get_by_role("row", name=f"Session keyboard-{uid}")
+    row.wait_for()
+    expect(page.locator("tbody tr")).to_have_count(1)
+    tab_to(row)
+    page.keyboard.press("Enter")
+    details = page.locator("dialog[open]")
+    details.get_by_text("MQTT 5.0").wait_for()
+    page.keyboard.press("Escape")
+    details.wait_for(state="detached")
+    assert page.locator("dialog[open]").count() == 0
+    expect(row).to_be_focused()
