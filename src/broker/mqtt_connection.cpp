@@ -114,6 +114,10 @@ void mqtt_connection::on_bytes(std::span<const std::uint8_t> bytes) {
             continue;
         }
         const bool is_disconnect = std::holds_alternative<mqtt::disconnect>(packet);
+        if (is_delivery_acknowledgement(packet)) {
+            forward_acknowledgement(client_msg::packet{id_, std::move(packet)});
+            continue;
+        }
         forward(client_msg::packet{id_, std::move(packet)});
         if (is_disconnect) {
             input_ended_.store(true, std::memory_order_release);
@@ -347,10 +351,42 @@ bool mqtt_connection::tell_actor_locked(client_message& m) {
     return false;
 }
 
+bool mqtt_connection::is_delivery_acknowledgement(const mqtt::packet& p) {
+    return std::holds_alternative<mqtt::puback>(p) || std::holds_alternative<mqtt::pubrec>(p) ||
+           std::holds_alternative<mqtt::pubcomp>(p);
+}
+
+void mqtt_connection::forward_acknowledgement(client_message&& m) {
+    // The client's PUBACK / PUBREC / PUBCOMP free its in-flight window. Behind thousands of
+    // deliveries in the normal lane they would come too late: the window stays full, copies pile
+    // up in the actor's queue and are trimmed although the client answered at once. On the
+    // control lane they overtake the deliveries — and the packets this client sent before them,
+    // which is harmless: an acknowledgement of a message the server sent depends on no packet
+    // of the client's. Their bytes count against settings::mailbox_bytes like any packet's; over
+    // it, or once the actor stopped, they take the normal path (and its backpressure).
+    std::lock_guard lock(backlog_mutex_);
+    if (!paused_ && actor_) {
+        const auto cost = client_actor::inbound_cost(std::get<client_msg::packet>(m).packet);
+        const auto queued = actor_->inbound_bytes();
+        if (queued + cost <= static_cast<std::int64_t>(core_.cfg().mailbox_bytes)) {
+            actor_->add_inbound_bytes(cost);
+            if (actor_->tell_control(std::move(m))) {
+                return;
+            }
+            actor_->add_inbound_bytes(-cost);
+        }
+    }
+    forward_locked(std::move(m));
+}
+
 void mqtt_connection::forward(client_message&& m) {
+    std::lock_guard lock(backlog_mutex_);
+    forward_locked(std::move(m));
+}
+
+void mqtt_connection::forward_locked(client_message&& m) {
     // Packets and the end of the connection travel on the actor's normal lane, in order: a
     // close must never overtake the DISCONNECT (or PUBLISH) that preceded it.
-    std::lock_guard lock(backlog_mutex_);
     if (paused_) {
         backlog_.push_back(std::move(m));
         return;

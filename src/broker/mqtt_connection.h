@@ -85,6 +85,10 @@ class mqtt_connection final : public net::connection_handler,
     void refuse_connect(mqtt::protocol_version version, mqtt::reason_code code,
                         std::string_view why, std::string_view client_id = {});
     void forward(client_message&& m);
+    void forward_locked(client_message&& m);  // under backlog_mutex_
+    // The client's acknowledgements of deliveries go on the actor's control lane (see the .cpp).
+    static bool is_delivery_acknowledgement(const mqtt::packet& p);
+    void forward_acknowledgement(client_message&& m);
     // Tells the actor `m` unless its mailbox is full by count or by bytes (then false, and m
     // is untouched). Under backlog_mutex_.
     bool tell_actor_locked(client_message& m);

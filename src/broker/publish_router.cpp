@@ -15,6 +15,45 @@
 #include <map>
 
 namespace starling::broker {
+namespace {
+
+// The actor this router thread last stopped waiting for (wait_for_mailbox).
+thread_local const client_actor* gave_up_on = nullptr;
+
+// A QoS 1/2 copy whose actor's mailbox is full: waits (bounded by `wait`) for room while the
+// client's connection stays writable; true once the actor took it.
+bool wait_for_mailbox(client_actor& actor, client_message& m, std::stop_token stop,
+                      std::chrono::milliseconds wait) {
+    // A client that keeps up — its connection takes what is written — is not shed because its
+    // actor fell behind the router for a moment: this consumer thread waits for room instead,
+    // which slows the routing of this partition (the log holds what is behind, acknowledged)
+    // rather than dropping an acknowledged QoS 1/2 copy. Only a slow client sheds: its
+    // connection turns non-writable (write-buffer watermarks) and the wait ends with the drop.
+    // The actor does not signal room, so the wait polls the mailbox, starting short (a turn of
+    // the actor frees room within microseconds) and backing off to a millisecond. An actor
+    // that took nothing for settings::delivery_wait is not waited for again by this thread
+    // until it takes a copy, so one stuck actor cannot hold the partition copy after copy.
+    if (gave_up_on == &actor || wait.count() <= 0) {
+        return false;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + wait;
+    auto pause = std::chrono::microseconds(20);
+    while (!stop.stop_requested() && actor.connected() && actor.writable()) {
+        if (std::chrono::steady_clock::now() >= deadline) {
+            gave_up_on = &actor;
+            return false;
+        }
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::microseconds(1000));
+        if (actor.tell(std::move(m))) {
+            gave_up_on = nullptr;
+            return true;
+        }
+    }
+    return false;
+}
+
+}  // namespace
 
 // Completion tracking of one polled batch's msg.persisted writes.
 struct publish_router::batch {
@@ -440,10 +479,21 @@ void publish_router::deliver(const message_ptr& msg, const target& t, batch& b) 
         core_.probe().message_dropped(metrics::drop_reason::non_writable, t.client_id, msg->topic);
         return;
     }
-    delivery d{.msg = msg, .qos = qos, .retain = retain, .subscription_ids = t.subscription_ids};
-    if (!actor->tell(client_msg::deliver{std::move(d)})) {
-        core_.probe().message_dropped(metrics::drop_reason::mailbox_full, t.client_id, msg->topic);
+    client_message m = client_msg::deliver{
+        delivery{.msg = msg, .qos = qos, .retain = retain, .subscription_ids = t.subscription_ids}};
+    if (actor->tell(std::move(m))) {
+        if (gave_up_on == actor.get()) {
+            gave_up_on = nullptr;  // it takes copies again: worth waiting for next time
+        }
+        return;
     }
+    if (qos != mqtt::qos::at_most_once &&
+        wait_for_mailbox(*actor, m, stop_.get_token(), core_.cfg().delivery_wait)) {
+        return;
+    }
+    core_.probe().message_dropped(
+        actor->writable() ? metrics::drop_reason::mailbox_full : metrics::drop_reason::non_writable,
+        t.client_id, msg->topic);
 }
 
 }  // namespace starling::broker

@@ -76,6 +76,10 @@ struct settings {
     // it stops reading (client_actor::inbound_cost).
     std::uint64_t mailbox_bytes = 4 * 1024 * 1024;
     std::size_t outbound_queue_limit = 10000;  // per non-persistent client, beyond the window
+    // How long a msg.all consumer waits for room in the mailbox of a non-persistent QoS 1/2
+    // subscriber whose connection is writable before it drops the copy
+    // (publish_router::wait_for_mailbox); 0 drops at once.
+    std::chrono::milliseconds delivery_wait{500};
     std::size_t throughput = 5;
     // How long an actor outlives its ended session (a quick reconnect reuses it).
     std::chrono::seconds named_actor_grace{60};

@@ -327,3 +327,40 @@ def test_shared_group_copies_wait_for_whichever_member_comes_back_first(
     m1 = raw_client(broker, codec.MQTT5)
     assert m1.connect(f"{uid}-m1", **persistent(codec.MQTT5, 3600)).session_present
     m1.expect_nothing(0.5)
+
+
+def test_a_qos1_subscriber_that_keeps_up_gets_every_copy_past_a_full_mailbox(
+        broker_factory, paho_client, uid):
+    """Copies are shed only for a client that is itself slow. Here the subscriber's actor has a
+    mailbox of 4 and four publishers pipeline 1,500 QoS 1 messages each: the router outruns the
+    actor all the time, yet the subscriber (paho, which acknowledges at once and keeps its
+    socket drained) gets all 6,000 and nothing is dropped — the router waits for room while the
+    connection is writable, and the subscriber's PUBACKs overtake the queued deliveries, so its
+    window never stays full."""
+    broker = broker_factory(env={"ACTORS_SYSTEM_CLIENT_MAILBOX_CAPACITY": "4"})
+    sub = paho_client(broker, f"keeps-up-{uid}", protocol=5)
+    sub.subscribe(f"{uid}/#", qos=1)
+    pubs = [paho_client(broker, f"pub-{i}-{uid}", protocol=5) for i in range(4)]
+    per_publisher = 1500
+
+    def publish_all(i: int) -> None:
+        mids = [pubs[i].publish(f"{uid}/{i}", f"{i}:{n}".encode(), qos=1).mid
+                for n in range(per_publisher)]
+        for mid in mids:
+            assert pubs[i]._wait_for(pubs[i]._acks, mid, 60, "PUBACK") < 0x80
+
+    threads = [threading.Thread(target=publish_all, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    got = sub.expect_messages(4 * per_publisher, timeout=40)
+    by_publisher: dict[str, list[int]] = {}
+    for m in got:
+        p, n = m.payload.decode().split(":")
+        by_publisher.setdefault(p, []).append(int(n))
+    assert {p: len(ns) for p, ns in by_publisher.items()} == {
+        str(i): per_publisher for i in range(4)}
+    for ns in by_publisher.values():
+        assert ns == sorted(ns), "each publisher's messages arrive in order"
+    assert metric_sum(broker.metrics(), "droppedMsgs_total") == 0
