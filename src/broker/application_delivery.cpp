@@ -707,7 +707,7 @@ void client_actor::pump_app() {
     if (!app_ || !delivering()) {
         return;
     }
-    while (inflight_.size() < window() && channel_writable()) {
+    while (inflight_.has_room(window()) && channel_writable()) {
         auto out = app_->next([this] { return next_packet_id(); });
         if (!out) {
             return;
@@ -716,11 +716,9 @@ void client_actor::pump_app() {
             send_publish(out->d, 0, false);  // a shared subscription granted QoS 0
             continue;
         }
-        auto& entry = inflight_[out->packet_id];
-        entry.from_app = true;
         if (out->pubrel) {
             // An interrupted QoS 2 exchange resumes at PUBREL.
-            entry.st = outbound_entry::state::awaiting_pubcomp;
+            inflight_.resume_at_pubrel(out->packet_id, outbound_entry{.from_app = true});
             send_packet(mqtt::pubrel{out->packet_id, mqtt::reason_code::success, {}});
             continue;
         }
@@ -729,13 +727,12 @@ void client_actor::pump_app() {
             // without sending (authorize_inherited_subscriptions).
             core_.probe().message_dropped(metrics::drop_reason::not_authorized, client_id_,
                                           out->d.msg->topic);
-            inflight_.erase(out->packet_id);
             app_->on_acknowledged(out->packet_id);
             continue;
         }
-        entry.d = std::move(out->d);
-        entry.st = entry.d.qos == mqtt::qos::at_least_once ? outbound_entry::state::awaiting_puback
-                                                           : outbound_entry::state::awaiting_pubrec;
+        const mqtt::qos level = out->d.qos;
+        const auto& entry = inflight_.start(
+            out->packet_id, level, outbound_entry{.d = std::move(out->d), .from_app = true});
         send_publish(entry.d, out->packet_id, out->dup);
     }
 }

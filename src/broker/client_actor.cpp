@@ -80,10 +80,11 @@ struct client_actor::connection_state {
     actor::timer_handle keep_alive_timer;
     std::uint16_t client_receive_max = 65535;
     std::uint32_t client_max_packet = 0;  // 0: no limit
-    // Topic aliases, boxed and created on first use: most clients use none, and the two tables
-    // are about 150 bytes inline.
-    std::unique_ptr<std::unordered_map<std::uint16_t, std::string>> inbound_aliases;
-    // Server → client, up to the client's maximum; null when the client allows none.
+    // Topic aliases, created on first use: most clients use none. Client → server: one pointer
+    // until the client's first alias.
+    mqtt::inbound_topic_aliases inbound_aliases;
+    // Server → client, up to the client's maximum; null when the client allows none (boxed:
+    // the table is about 100 bytes inline).
     std::unique_ptr<mqtt::outbound_topic_aliases> outbound_aliases;
     // Boxed: a will_message is over 500 bytes and most connections have none.
     std::unique_ptr<mqtt::will_message> will;
@@ -325,8 +326,7 @@ void client_actor::on_connect(client_msg::connect&& m) {
     // What the replaced connection left unanswered goes with it: its QoS 1/2 PUBLISHes were
     // not acknowledged, so the client sends them again on this one.
     pre_connack_.clear();
-    pending_acks_.clear();
-    inbound_unacked_ = 0;
+    inbound_.connection_ended();
     drop_held();
     inbound_qos2_loading_ = false;
 
@@ -441,8 +441,8 @@ void client_actor::begin_session(bool resumed, bool persistent, std::uint32_t ex
         clear_session_state();
     } else {
         // Messages sent on the previous connection and still unacknowledged go again with DUP.
-        for (const auto& [id, entry] : inflight_) {
-            if (entry.from_inbox) {
+        for (const auto& [id, slot] : inflight_) {
+            if (slot.entry.from_inbox) {
                 sent_before_.insert(id);
             }
         }
@@ -723,8 +723,7 @@ void client_actor::on_session_moved(const std::string& session_id, const std::st
             core_.probe().non_writable_clients(-1);
         }
         pre_connack_.clear();
-        pending_acks_.clear();
-        inbound_unacked_ = 0;
+        inbound_.connection_ended();
         drop_held();
         core_.probe().client_disconnected();
         core_.probe().disconnect_counted(metrics::disconnect_reason::taken_over);
@@ -774,7 +773,7 @@ void client_actor::drop_local_session(const std::string& new_owner) {
     inflight_.clear();
     queued_.clear();
     sent_before_.clear();
-    inbound_qos2_.clear();
+    inbound_.clear();
     if (app_) {
         app_->drop();  // its consumers stop here; the new owner reads the topics
     }
@@ -963,9 +962,7 @@ void client_actor::complete_connect(std::uint64_t channel_id, bool session_prese
                         }
                         a.inbound_qos2_loading_ = false;
                         if (r && r.value()) {
-                            for (auto id : r.value()->qos2_packet_ids) {
-                                a.inbound_qos2_.insert(id);
-                            }
+                            a.inbound_.restore(r.value()->qos2_packet_ids);
                         }
                         a.drain_early_packets(channel_id);
                     });
@@ -1047,32 +1044,12 @@ void client_actor::on_publish(mqtt::publish&& p) {
     const auto& cfg = core_.cfg();
     connection_state& c = *conn_;
     // Topic alias (client → server).
-    if (c.v5() && p.properties.topic_alias) {
-        std::uint16_t alias = *p.properties.topic_alias;
-        if (alias == 0 || alias > cfg.topic_alias_max) {
-            disconnect_with(mqtt::reason_code::topic_alias_invalid, "topic alias out of range");
+    if (c.v5()) {
+        if (auto refused =
+                c.inbound_aliases.resolve(p.topic, p.properties.topic_alias, cfg.topic_alias_max)) {
+            disconnect_with(refused->code, refused->why);
             return;
         }
-        if (!p.topic.empty()) {
-            if (!c.inbound_aliases) {
-                c.inbound_aliases =
-                    std::make_unique<std::unordered_map<std::uint16_t, std::string>>();
-            }
-            (*c.inbound_aliases)[alias] = p.topic;
-        } else {
-            const std::string* known = nullptr;
-            if (c.inbound_aliases) {
-                if (auto it = c.inbound_aliases->find(alias); it != c.inbound_aliases->end()) {
-                    known = &it->second;
-                }
-            }
-            if (known == nullptr) {
-                disconnect_with(mqtt::reason_code::protocol_error, "unknown topic alias");
-                return;
-            }
-            p.topic = *known;
-        }
-        p.properties.topic_alias.reset();
     }
     if (p.topic.empty()) {
         disconnect_with(mqtt::reason_code::protocol_error, "empty topic without alias");
@@ -1089,19 +1066,21 @@ void client_actor::on_publish(mqtt::publish&& p) {
     core_.probe().publish_received(static_cast<std::uint8_t>(p.qos));
 
     if (p.qos != mqtt::qos::at_most_once) {
-        // Receive Maximum (v5 only: 3.1.1 clients wait in held_ instead, see must_wait).
-        if (c.v5() && inbound_unacked_ >= cfg.max_in_flight) {
-            disconnect_with(mqtt::reason_code::receive_maximum_exceeded,
-                            "more unacknowledged QoS 1/2 PUBLISH than Receive Maximum");
-            return;
+        // Receive Maximum is enforced for v5 only: 3.1.1 clients wait in held_ instead (see
+        // must_wait).
+        switch (inbound_.on_publish(p.packet_id, p.qos, c.v5() ? cfg.max_in_flight : 0)) {
+            case mqtt::inbound_window::arrival::over_limit:
+                disconnect_with(mqtt::reason_code::receive_maximum_exceeded,
+                                "more unacknowledged QoS 1/2 PUBLISH than Receive Maximum");
+                return;
+            case mqtt::inbound_window::arrival::resent:
+                // A QoS 2 PUBLISH whose PUBREC was sent, or that is still being written: it is
+                // answered again (in turn), never published twice.
+                flush_acks();
+                return;
+            case mqtt::inbound_window::arrival::accepted:
+                break;
         }
-        ++inbound_unacked_;
-    }
-    // A QoS 2 PUBLISH whose PUBREC was already sent is a retransmission: answer it again,
-    // do not publish twice.
-    if (p.qos == mqtt::qos::exactly_once && inbound_qos2_.contains(p.packet_id)) {
-        answer_publish_now(p, mqtt::reason_code::success);
-        return;
     }
     if (cfg.max_topic_segments != 0 && topic_levels(p.topic) > cfg.max_topic_segments) {
         // v5 is told (0x90); a v3 QoS 1/2 PUBLISH is acknowledged (it has no negative
@@ -1133,10 +1112,7 @@ void client_actor::on_publish(mqtt::publish&& p) {
         if (p.qos == mqtt::qos::at_most_once) {
             return;
         }
-        if (p.qos == mqtt::qos::exactly_once && !c.v5()) {
-            // The v3 client answers our PUBREC with PUBREL: remember the id so it completes.
-            inbound_qos2_.insert(p.packet_id);
-        }
+        // (A v3 QoS 2 PUBLISH so answered awaits its PUBREL like any other.)
         answer_publish_now(p,
                            c.v5() ? mqtt::reason_code::not_authorized : mqtt::reason_code::success);
         return;
@@ -1171,31 +1147,26 @@ void client_actor::admit_publish(mqtt::publish&& p) {
     connection_state& c = *conn_;
     auto msg = std::make_shared<const app_message>(
         from_publish(p, client_id_, cfg.node_id, core_.now_ms()));
-    const std::uint64_t seq = next_seq_++;
-    if (p.qos != mqtt::qos::at_most_once) {
-        pending_acks_.push_back(pending_ack{.seq = seq, .packet_id = p.packet_id, .qos = p.qos});
-    }
     const std::uint64_t channel_id = c.id;
-    core_.publish(std::move(msg), bind_status([channel_id, seq](client_actor& a, status st) {
-                      a.on_publish_written(channel_id, seq, st);
+    const std::uint16_t packet_id = p.qos == mqtt::qos::at_most_once ? 0 : p.packet_id;
+    core_.publish(std::move(msg), bind_status([channel_id, packet_id](client_actor& a, status st) {
+                      a.on_publish_written(channel_id, packet_id, st);
                   }));
 }
 
-void client_actor::on_publish_written(std::uint64_t channel_id, std::uint64_t seq, status st) {
-    if (!conn_ || conn_->id != channel_id) {
-        return;  // the publisher is gone; a resent PUBLISH will be acknowledged on its own
+void client_actor::on_publish_written(std::uint64_t channel_id, std::uint16_t packet_id,
+                                      status st) {
+    if (!conn_ || conn_->id != channel_id || packet_id == 0) {
+        // The publisher is gone (a resent PUBLISH will be acknowledged on its own), or QoS 0.
+        return;
     }
-    auto it = std::find_if(pending_acks_.begin(), pending_acks_.end(),
-                           [seq](const pending_ack& a) { return a.seq == seq; });
-    if (it == pending_acks_.end()) {
-        return;  // QoS 0
-    }
+    mqtt::reason_code code = mqtt::reason_code::success;
     if (!st) {
         // Out of disk (the embedded log's free-space minimum, or ENOSPC itself) is a state of
         // the node, counted by the log; one line per PUBLISH would flood the log while it lasts.
         const bool disk_full = st.error() == std::errc::no_space_on_device;
         spdlog::log(disk_full ? spdlog::level::debug : spdlog::level::warn,
-                    "client {}: PUBLISH {} not written to the log: {}", client_id_, it->packet_id,
+                    "client {}: PUBLISH {} not written to the log: {}", client_id_, packet_id,
                     st.error().message());
         if (!conn_->v5()) {
             // v3 has no negative acknowledgement: never acknowledge what was not written.
@@ -1204,34 +1175,31 @@ void client_actor::on_publish_written(std::uint64_t channel_id, std::uint64_t se
         }
         // 0x97 Quota exceeded tells the client to back off and retry later; anything else
         // 0x80 Unspecified error.
-        it->code =
-            disk_full ? mqtt::reason_code::quota_exceeded : mqtt::reason_code::unspecified_error;
-    } else if (it->qos == mqtt::qos::exactly_once) {
-        inbound_qos2_.insert(it->packet_id);
-        save_inbound_qos2();
+        code = disk_full ? mqtt::reason_code::quota_exceeded : mqtt::reason_code::unspecified_error;
     }
-    it->done = true;
+    inbound_.decide(packet_id, code);
     flush_acks();
 }
 
 void client_actor::flush_acks() {
     // Acknowledgements leave in packet order even when the log acknowledges out of order.
     bool answered = false;
-    while (!pending_acks_.empty() && pending_acks_.front().done && conn_) {
-        answered = true;
-        pending_ack a = pending_acks_.front();
-        pending_acks_.pop_front();
-        if (a.qos == mqtt::qos::at_least_once) {
-            send_packet(mqtt::puback{a.packet_id, a.code, {}});
-            if (inbound_unacked_ > 0) {
-                --inbound_unacked_;
-            }
-        } else {
-            send_packet(mqtt::pubrec{a.packet_id, a.code, {}});
-            if (mqtt::is_error(a.code) && inbound_unacked_ > 0) {
-                --inbound_unacked_;  // no PUBREL follows a failed PUBREC
-            }
+    bool ids_changed = false;
+    while (conn_) {
+        const auto a = inbound_.next_answer();
+        if (!a) {
+            break;
         }
+        answered = true;
+        ids_changed = ids_changed || a->awaiting_release_changed;
+        if (a->level == mqtt::qos::at_least_once) {
+            send_packet(mqtt::puback{a->packet_id, a->code, {}});
+        } else {
+            send_packet(mqtt::pubrec{a->packet_id, a->code, {}});
+        }
+    }
+    if (ids_changed) {
+        save_inbound_qos2();
     }
     if (answered) {
         release_held();  // the window has room again
@@ -1239,16 +1207,9 @@ void client_actor::flush_acks() {
 }
 
 void client_actor::on_pubrel(const mqtt::pubrel& p) {
-    auto it = inbound_qos2_.find(p.packet_id);
-    mqtt::reason_code code = mqtt::reason_code::success;
-    if (it != inbound_qos2_.end()) {
-        inbound_qos2_.erase(it);
+    const mqtt::reason_code code = inbound_.on_pubrel(p.packet_id);
+    if (code == mqtt::reason_code::success) {
         save_inbound_qos2();
-        if (inbound_unacked_ > 0) {
-            --inbound_unacked_;
-        }
-    } else {
-        code = mqtt::reason_code::packet_identifier_not_found;
     }
     send_packet(mqtt::pubcomp{p.packet_id, code, {}});
 }
@@ -1260,7 +1221,7 @@ void client_actor::save_inbound_qos2() {
     session_context ctx;
     ctx.client_id = client_id_;
     ctx.last_updated_ms = core_.now_ms();
-    ctx.qos2_packet_ids.assign(inbound_qos2_.begin(), inbound_qos2_.end());
+    ctx.qos2_packet_ids = inbound_.awaiting_release();
     core_.metadata().save_session_context(std::move(ctx), [id = client_id_](status st) {
         if (!st) {
             spdlog::warn("client {}: QoS 2 state not saved: {}", id, st.error().message());
@@ -1272,31 +1233,35 @@ void client_actor::save_inbound_qos2() {
 // Outbound acknowledgements
 
 void client_actor::on_puback(std::uint16_t packet_id) {
-    auto it = inflight_.find(packet_id);
-    if (it == inflight_.end() || it->second.st != outbound_entry::state::awaiting_puback) {
-        return;  // unknown or duplicate acknowledgement: nothing to do
+    if (inflight_.on_puback(packet_id)) {
+        finish_outbound(packet_id);
     }
-    finish_outbound(packet_id);
+    // Else unknown or duplicate: nothing to do.
 }
 
 void client_actor::on_pubrec(const mqtt::pubrec& p) {
-    auto it = inflight_.find(p.packet_id);
-    if (it == inflight_.end() || it->second.st != outbound_entry::state::awaiting_pubrec) {
-        if (it == inflight_.end()) {
+    using action = mqtt::outbound_window<outbound_entry>::pubrec_action;
+    switch (inflight_.on_pubrec(p.packet_id, p.reason_code)) {
+        case action::pubrel_not_found:
             send_packet(
                 mqtt::pubrel{p.packet_id, mqtt::reason_code::packet_identifier_not_found, {}});
-        }
-        return;
+            return;
+        case action::resend_pubrel:
+            send_packet(mqtt::pubrel{p.packet_id, mqtt::reason_code::success, {}});
+            return;
+        case action::ignore:
+            return;
+        case action::finish:
+            finish_outbound(p.packet_id);  // the receiver refused it: the exchange ends here
+            return;
+        case action::send_pubrel:
+            break;
     }
-    if (mqtt::is_error(p.reason_code)) {
-        finish_outbound(p.packet_id);  // the receiver refused it: the exchange ends here
-        return;
-    }
-    it->second.st = outbound_entry::state::awaiting_pubcomp;
-    if (it->second.from_app && app_) {
+    const outbound_entry& entry = *inflight_.find(p.packet_id);
+    if (entry.from_app && app_) {
         app_->on_pubrec(p.packet_id);
     }
-    if (it->second.from_inbox) {
+    if (entry.from_inbox) {
         core_.inbox().mark_pubrel(client_id_, p.packet_id, [id = client_id_](status st) {
             if (!st) {
                 spdlog::warn("client {}: PUBREL state not stored: {}", id, st.error().message());
@@ -1307,23 +1272,20 @@ void client_actor::on_pubrec(const mqtt::pubrec& p) {
 }
 
 void client_actor::on_pubcomp(std::uint16_t packet_id) {
-    auto it = inflight_.find(packet_id);
-    if (it == inflight_.end() || it->second.st != outbound_entry::state::awaiting_pubcomp) {
-        return;
+    if (inflight_.on_pubcomp(packet_id)) {
+        finish_outbound(packet_id);
     }
-    finish_outbound(packet_id);
 }
 
 void client_actor::finish_outbound(std::uint16_t packet_id) {
-    auto it = inflight_.find(packet_id);
-    if (it == inflight_.end()) {
+    const auto entry = inflight_.finish(packet_id);
+    if (!entry) {
         return;
     }
-    const bool from_inbox = it->second.from_inbox;
-    if (it->second.from_app && app_) {
+    const bool from_inbox = entry->from_inbox;
+    if (entry->from_app && app_) {
         app_->on_acknowledged(packet_id);
     }
-    inflight_.erase(it);
     sent_before_.erase(packet_id);
     if (from_inbox) {
         remove_from_inbox(packet_id);
@@ -1419,15 +1381,15 @@ bool client_actor::channel_writable() const {
 }
 
 std::uint16_t client_actor::next_packet_id() {
-    // Skips ids in flight (including ids the inbox assigned).
-    for (int attempts = 0; attempts < 65536; ++attempts) {
-        last_packet_id_ =
-            static_cast<std::uint16_t>(last_packet_id_ == 65535 ? 1 : last_packet_id_ + 1);
-        if (!inflight_.contains(last_packet_id_) && !(app_ && app_->reserves(last_packet_id_))) {
-            return last_packet_id_;
-        }
+    // Skips ids in flight (including ids the inbox assigned) and those the APPLICATION
+    // session's sources hold.
+    const std::uint16_t id = inflight_.next_id(last_packet_id_, [this](std::uint16_t candidate) {
+        return app_ && app_->reserves(candidate);
+    });
+    if (id != 0) {
+        last_packet_id_ = id;
     }
-    return 0;
+    return id;
 }
 
 void client_actor::on_deliver(delivery&& d) {
@@ -1500,7 +1462,7 @@ void client_actor::deliver_now(delivery&& d, bool bounded) {
         send_publish(d, 0, false);
         return;
     }
-    if (inflight_.size() >= window()) {
+    if (!inflight_.has_room(window())) {
         if (bounded && queued_.size() >= core_.cfg().outbound_queue_limit) {
             core_.probe().message_dropped(metrics::drop_reason::queue_trim, client_id_,
                                           d.msg->topic);
@@ -1514,15 +1476,13 @@ void client_actor::deliver_now(delivery&& d, bool bounded) {
         queued_.push_back(std::move(d));
         return;
     }
-    auto& entry = inflight_[id];
-    entry.d = std::move(d);
-    entry.st = entry.d.qos == mqtt::qos::at_least_once ? outbound_entry::state::awaiting_puback
-                                                       : outbound_entry::state::awaiting_pubrec;
+    const mqtt::qos level = d.qos;
+    const auto& entry = inflight_.start(id, level, outbound_entry{.d = std::move(d)});
     send_publish(entry.d, id, false);
 }
 
 void client_actor::pump_queued() {
-    while (!queued_.empty() && conn_ && conn_->connack_sent && inflight_.size() < window()) {
+    while (!queued_.empty() && conn_ && conn_->connack_sent && inflight_.has_room(window())) {
         delivery d = std::move(queued_.front());
         queued_.pop_front();
         if (d.msg->expired(core_.now_ms())) {
@@ -1682,15 +1642,13 @@ void client_actor::send_prefetched() {
     const std::int64_t now = core_.now_ms();
     // The channel's own watermark, not writable_ (that flag follows it asynchronously): a
     // window of large messages must not push the write queue past its hard limit in one go.
-    while (!inbox_prefetched_.empty() && inflight_.size() < window() && channel_writable()) {
+    while (!inbox_prefetched_.empty() && inflight_.has_room(window()) && channel_writable()) {
         inbox_message im = std::move(inbox_prefetched_.front());
         inbox_prefetched_.pop_front();
         inbox_prefetched_ids_.erase(im.packet_id);
         if (im.pubrel) {
             // An interrupted QoS 2 exchange resumes at PUBREL.
-            auto& entry = inflight_[im.packet_id];
-            entry.st = outbound_entry::state::awaiting_pubcomp;
-            entry.from_inbox = true;
+            inflight_.resume_at_pubrel(im.packet_id, outbound_entry{.from_inbox = true});
             send_packet(mqtt::pubrel{im.packet_id, mqtt::reason_code::success, {}});
             continue;
         }
@@ -1722,11 +1680,9 @@ void client_actor::send_prefetched() {
             d.qos = mqtt::qos::at_least_once;
         }
         const bool dup = redeliver_all_as_dup_ || sent_before_.contains(im.packet_id);
-        auto& entry = inflight_[im.packet_id];
-        entry.d = std::move(d);
-        entry.from_inbox = true;
-        entry.st = entry.d.qos == mqtt::qos::at_least_once ? outbound_entry::state::awaiting_puback
-                                                           : outbound_entry::state::awaiting_pubrec;
+        const mqtt::qos level = d.qos;
+        const auto& entry = inflight_.start(im.packet_id, level,
+                                            outbound_entry{.d = std::move(d), .from_inbox = true});
         send_publish(entry.d, im.packet_id, dup);
     }
     if (inbox_prefetched_.empty() && inbox_covered_ && redeliver_all_as_dup_) {
@@ -2195,8 +2151,7 @@ void client_actor::end_connection(metrics::disconnect_reason cause, std::string_
     }
     pre_connack_.clear();
     drop_held();
-    pending_acks_.clear();
-    inbound_unacked_ = 0;
+    inbound_.connection_ended();
     if (!was_connected) {
         if (!session_exists_ || !persistent_) {
             end_session();
@@ -2238,8 +2193,8 @@ void client_actor::end_connection(metrics::disconnect_reason cause, std::string_
         end_session();
         return;
     }
-    for (const auto& [id, entry] : inflight_) {
-        if (entry.from_inbox) {
+    for (const auto& [id, slot] : inflight_) {
+        if (slot.entry.from_inbox) {
             sent_before_.insert(id);
         }
     }
@@ -2353,7 +2308,7 @@ void client_actor::clear_session_state() {
     inflight_.clear();
     queued_.clear();
     sent_before_.clear();
-    inbound_qos2_.clear();
+    inbound_.clear();
     redeliver_all_as_dup_ = false;
     check_stored_deliveries_ = false;
     if (had_subscriptions) {
@@ -2662,10 +2617,9 @@ void client_actor::answer_publish_now(const mqtt::publish& p, mqtt::reason_code 
     if (p.qos == mqtt::qos::at_most_once) {
         return;
     }
-    // Queued behind the acknowledgements still waiting for the log, so PUBACKs leave in the
-    // order the PUBLISHes came (seq 0 = already decided).
-    pending_acks_.push_back(
-        pending_ack{.seq = 0, .packet_id = p.packet_id, .qos = p.qos, .done = true, .code = code});
+    // Sent behind the acknowledgements still waiting for the log, so PUBACKs leave in the
+    // order the PUBLISHes came.
+    inbound_.decide(p.packet_id, code);
     flush_acks();
 }
 
@@ -2727,7 +2681,7 @@ bool client_actor::must_wait(const mqtt::packet& p) const {
     // writes in progress). A QoS 2 exchange whose PUBREC went out no longer counts: the client
     // may well wait for every PUBREC before it sends any PUBREL.
     return !conn_->v5() && is_acknowledged_publish(p) &&
-           pending_acks_.size() >= core_.cfg().max_in_flight;
+           inbound_.unsent() >= core_.cfg().max_in_flight;
 }
 
 void client_actor::hold_packet(mqtt::packet&& p) {

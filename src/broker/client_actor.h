@@ -6,6 +6,8 @@
 // session resumption, will delay and session expiry are decisions of a single writer. It owns
 // the session state: subscriptions, outbound messages in flight (packet ids, QoS 2 states),
 // inbound QoS 2 packet ids awaiting PUBREL, the order of pending PUBACK/PUBREC, topic aliases.
+// The protocol rules of these are Sans-I/O pieces of src/mqtt/ (outbound_window.h,
+// inbound_window.h, topic_alias.h) that the actor feeds and whose answers it sends.
 //
 // Inputs arrive as messages on its mailbox (actor::mailbox): packets decoded by the connection
 // (I/O threads), deliveries from the router threads, completions of log / inbox / metadata
@@ -32,6 +34,8 @@
 #include "broker/session_limits.h"
 #include "broker/stored_subscription.h"
 #include "broker/subscription_journal.h"
+#include "mqtt/inbound_window.h"
+#include "mqtt/outbound_window.h"
 #include "mqtt/packet.h"
 #include "mqtt/protocol_version.h"
 #include "ratelimit/quota_lease.h"
@@ -218,21 +222,12 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
 
   private:
     struct connection_state;
+    // What a PUBLISH in flight carries; its stage is the window's (mqtt/outbound_window.h).
     struct outbound_entry {
-        enum class state : std::uint8_t { awaiting_puback, awaiting_pubrec, awaiting_pubcomp };
         delivery d;
-        state st = state::awaiting_puback;
         bool from_inbox = false;
         bool from_app = false;  // read from msg.app.<clientId> (application_delivery.h)
     };
-    struct pending_ack {
-        std::uint64_t seq = 0;
-        std::uint16_t packet_id = 0;
-        mqtt::qos qos = mqtt::qos::at_least_once;
-        bool done = false;
-        mqtt::reason_code code = mqtt::reason_code::success;
-    };
-
     void handle(client_message&& m);
     void on_connect(client_msg::connect&& m);
     void complete_connect(std::uint64_t channel_id, bool session_present, bool id_assigned);
@@ -285,7 +280,8 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     void on_packet(mqtt::packet&& p);
     void handle_packet(mqtt::packet&& p);
     void on_publish(mqtt::publish&& p);
-    void on_publish_written(std::uint64_t channel_id, std::uint64_t seq, status st);
+    void on_publish_written(std::uint64_t channel_id, std::uint16_t packet_id, status st);
+    // Sends the PUBACKs / PUBRECs that inbound_ has ready, in the order the PUBLISHes came.
     void flush_acks();
     void on_puback(std::uint16_t packet_id);
     void on_pubrec(const mqtt::pubrec& p);
@@ -407,7 +403,7 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     std::string session_id_;
 
     // Outbound.
-    std::map<std::uint16_t, outbound_entry> inflight_;
+    mqtt::outbound_window<outbound_entry> inflight_;
     base::lazy_deque<delivery> queued_;
     std::uint16_t last_packet_id_ = 0;
     bool inbox_dirty_ = false;
@@ -450,11 +446,9 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     std::uint64_t resume_generation_ = 0;
     actor::timer_handle resume_timer_;
 
-    // Inbound.
-    std::set<std::uint16_t> inbound_qos2_;
-    base::lazy_deque<pending_ack> pending_acks_;
-    std::uint64_t next_seq_ = 1;
-    std::size_t inbound_unacked_ = 0;  // QoS 1/2 PUBLISH received and not completed
+    // Inbound: the client's QoS 1/2 PUBLISHes — answer order, QoS 2 ids awaiting PUBREL (the
+    // session's, stored for persistent ones), Receive Maximum (mqtt/inbound_window.h).
+    mqtt::inbound_window inbound_;
 
     // Inbound flow control. A packet that cannot be handled yet waits in held_, and so does
     // every later packet of the connection (order is kept), while the connection stops reading

@@ -54,4 +54,43 @@ std::string_view outbound_topic_aliases::topic_of(std::uint16_t alias) const {
     return {};
 }
 
+std::optional<inbound_topic_aliases::refusal> inbound_topic_aliases::resolve(
+    std::string& topic, std::optional<std::uint16_t>& alias, std::uint16_t maximum) {
+    if (!alias) {
+        return std::nullopt;
+    }
+    if (*alias == 0 || *alias > maximum) {
+        // MQTT-3.3.2-8, -9: 0x94 Topic Alias invalid.
+        return refusal{reason_code::topic_alias_invalid, "topic alias out of range"};
+    }
+    if (!topic.empty()) {
+        if (!table_) {
+            table_ = std::make_unique<std::unordered_map<std::uint16_t, std::string>>();
+        }
+        (*table_)[*alias] = topic;
+    } else {
+        const std::string* known = nullptr;
+        if (table_) {
+            if (auto it = table_->find(*alias); it != table_->end()) {
+                known = &it->second;
+            }
+        }
+        if (known == nullptr) {
+            // Section 3.3.4: an alias the client never defined on this connection.
+            return refusal{reason_code::protocol_error, "unknown topic alias"};
+        }
+        topic = *known;
+    }
+    alias.reset();
+    return std::nullopt;
+}
+
+std::string_view inbound_topic_aliases::topic_of(std::uint16_t alias) const {
+    if (!table_) {
+        return {};
+    }
+    const auto it = table_->find(alias);
+    return it == table_->end() ? std::string_view{} : std::string_view{it->second};
+}
+
 }  // namespace starling::mqtt

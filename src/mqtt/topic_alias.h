@@ -16,8 +16,12 @@
 //
 // Mappings belong to the connection: a new connection starts with none (section 3.3.2.3.4).
 
+#include "mqtt/reason_code.h"
+
 #include <cstdint>
 #include <list>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -58,6 +62,33 @@ class outbound_topic_aliases {
     std::uint16_t maximum_;
     std::list<entry> recency_;  // most recently sent first
     std::unordered_map<std::string_view, std::list<entry>::iterator> by_topic_;  // keys in recency_
+};
+
+// inbound_topic_aliases: the client → server topic aliases of one MQTT 5 connection (section
+// 3.3.2.3.4). Sans-I/O: resolve() turns a PUBLISH's alias into its topic, or says why the
+// PUBLISH is a protocol violation; the caller sends the DISCONNECT.
+//
+// A PUBLISH with a topic and an alias (re)defines the alias; one with an empty topic and an
+// alias takes the alias's topic. The table is created on the first alias (one pointer until
+// then: most clients use none) and belongs to the connection (section 3.3.2.3.4).
+class inbound_topic_aliases {
+  public:
+    struct refusal {
+        reason_code code;      // for the DISCONNECT
+        std::string_view why;  // for the log
+    };
+
+    // Resolves `alias` (consumed: reset on success) for a PUBLISH to `topic` (filled in when
+    // it was empty). `maximum`: the Topic Alias Maximum the server announced in CONNACK.
+    [[nodiscard]] std::optional<refusal> resolve(std::string& topic,
+                                                 std::optional<std::uint16_t>& alias,
+                                                 std::uint16_t maximum);
+
+    // The topic the client mapped `alias` to ("" when none); for tests and diagnostics.
+    [[nodiscard]] std::string_view topic_of(std::uint16_t alias) const;
+
+  private:
+    std::unique_ptr<std::unordered_map<std::uint16_t, std::string>> table_;
 };
 
 }  // namespace starling::mqtt

@@ -65,6 +65,35 @@ def test_qos2_inbound_flow_step_by_step(module_broker, raw_client, paho_client, 
     sub.expect_no_message(0.3)
 
 
+def test_qos2_publish_resent_before_its_pubrec_is_published_once(
+    module_broker, raw_client, paho_client, protocol, topic
+):
+    """A QoS 2 PUBLISH and its resend (DUP=1, same id) in one write: the resend reaches the
+    broker while the first is still being written to the log. Both get a PUBREC, in order; the
+    message is delivered once [MQTT-4.3.3-10]."""
+    # QoS 1 to the subscriber: paho hands a QoS 2 message to the application only after its
+    # PUBREL, which would let the marker below overtake it.
+    sub = paho_client(module_broker, protocol=protocol)
+    sub.subscribe(f"{topic}/q2", 1)
+    pub = raw_client(module_broker, protocol)
+    assert pub.connect(f"{topic}-pub").reason_code == 0
+
+    first = codec.publish(f"{topic}/q2", b"once", qos=2, packet_id=8, protocol=protocol)
+    resend = codec.publish(f"{topic}/q2", b"once", qos=2, dup=True, packet_id=8, protocol=protocol)
+    pub.send(first + resend)
+    for _ in range(2):
+        rec = pub.expect(codec.PUBREC)
+        assert (rec.packet_id, rec.reason_code) == (8, 0)
+    pub.send(codec.pubrel(8, protocol=protocol))
+    comp = pub.expect(codec.PUBCOMP)
+    assert (comp.packet_id, comp.reason_code) == (8, 0)
+
+    # The same publisher's next message on the topic comes right after the one copy.
+    pub.send(codec.publish(f"{topic}/q2", b"marker", qos=1, packet_id=9, protocol=protocol))
+    assert pub.expect(codec.PUBACK).packet_id == 9
+    assert [m.payload for m in sub.expect_messages(2)] == [b"once", b"marker"]
+
+
 def test_qos2_pubrel_for_unknown_packet_id_completes(module_broker, raw_client, protocol, uid):
     """PUBREL for an id the server does not hold: PUBCOMP (v5 reason 0x92 Packet Identifier not
     found is allowed), never a disconnect."""
@@ -78,7 +107,9 @@ def test_qos2_pubrel_for_unknown_packet_id_completes(module_broker, raw_client, 
 
 
 def test_qos2_outbound_flow_step_by_step(module_broker, raw_client, paho_client, protocol, topic):
-    """Server → client: PUBLISH(QoS 2) → client PUBREC → server PUBREL → client PUBCOMP."""
+    """Server → client: PUBLISH(QoS 2) → client PUBREC → server PUBREL → client PUBCOMP. A
+    PUBREC repeated before the PUBCOMP (a client that resends on a timeout) gets the PUBREL
+    again."""
     sub = raw_client(module_broker, protocol)
     assert sub.connect(f"{topic}-sub").reason_code == 0
     assert sub.subscribe(f"{topic}/q2", 2).reason_codes == [2]
@@ -92,6 +123,9 @@ def test_qos2_outbound_flow_step_by_step(module_broker, raw_client, paho_client,
     rel = sub.expect(codec.PUBREL)
     assert rel.packet_id == msg.packet_id
     assert rel.flags == 0x02, "PUBREL fixed header flags must be 0010"
+    sub.send(codec.pubrec(msg.packet_id, protocol=protocol))
+    again = sub.expect(codec.PUBREL)
+    assert (again.packet_id, again.reason_code) == (msg.packet_id, 0)
     sub.send(codec.pubcomp(msg.packet_id, protocol=protocol))
     sub.expect_nothing(0.3)
 

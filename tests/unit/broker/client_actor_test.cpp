@@ -90,6 +90,42 @@ TEST_F(broker_fixture, acknowledgements_leave_in_packet_order) {
     }
 }
 
+// MQTT-4.3.3-10: a QoS 2 PUBLISH sent again while the first is still being written (a 3.1.1
+// client resending on a timeout) gets its PUBREC again and is never published twice. The log's
+// acknowledgements are held so the resend certainly arrives before the first write is done.
+TEST_F(broker_fixture, a_qos2_publish_resent_while_it_is_written_is_published_once) {
+    auto sub = connect("sub", true);
+    subscribe("sub", *sub, "q", mqtt::qos::exactly_once);
+    auto pub = connect("pub", true, mqtt::protocol_version::v3_1_1);
+    embedded_.log_acks().hold(node_->core().topics().msg_all());
+    mqtt::publish first{.topic = "q",
+                        .payload = "once",
+                        .qos = mqtt::qos::exactly_once,
+                        .packet_id = 3,
+                        .properties = {}};
+    send("pub", *pub, first);
+    first.dup = true;
+    send("pub", *pub, first);
+    // Handled after the resend (one actor, packets in order): its write is the second held
+    // one, and it tells the subscriber's next copy apart from a second "once".
+    send("pub", *pub,
+         mqtt::publish{.topic = "q",
+                       .payload = "marker",
+                       .qos = mqtt::qos::at_least_once,
+                       .packet_id = 4,
+                       .properties = {}});
+    ASSERT_TRUE(embedded_.log_acks().wait_held(2, 10s));
+    embedded_.log_acks().release_reversed();
+    EXPECT_EQ(pub->expect<mqtt::pubrec>().packet_id, 3);
+    EXPECT_EQ(pub->expect<mqtt::pubrec>().packet_id, 3) << "the resend is answered too";
+    EXPECT_EQ(pub->expect<mqtt::puback>().packet_id, 4);
+    send("pub", *pub, mqtt::pubrel{3, mqtt::reason_code::success, {}});
+    EXPECT_EQ(pub->expect<mqtt::pubcomp>().packet_id, 3);
+
+    EXPECT_EQ(sub->expect<mqtt::publish>().payload, "once");
+    EXPECT_EQ(sub->expect<mqtt::publish>().payload, "marker") << "published twice";
+}
+
 TEST_F(broker_fixture, persistent_session_queues_while_offline_and_redelivers_in_order) {
     auto sub = connect("dev", false, mqtt::protocol_version::v5, 3600);
     subscribe("dev", *sub, "d/#", mqtt::qos::at_least_once);

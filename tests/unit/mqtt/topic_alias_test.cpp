@@ -115,5 +115,69 @@ TEST(outbound_topic_aliases, model_every_publish_resolves_to_its_topic_at_the_cl
     }
 }
 
+TEST(inbound_topic_aliases, a_publish_without_alias_is_left_as_it_is) {
+    inbound_topic_aliases aliases;
+    std::string topic = "a/b";
+    std::optional<std::uint16_t> alias;
+    EXPECT_FALSE(aliases.resolve(topic, alias, 10));
+    EXPECT_EQ(topic, "a/b");
+}
+
+TEST(inbound_topic_aliases, a_topic_defines_the_alias_and_an_empty_topic_takes_it) {
+    inbound_topic_aliases aliases;
+    std::string topic = "sensors/1";
+    std::optional<std::uint16_t> alias = 3;
+    EXPECT_FALSE(aliases.resolve(topic, alias, 10));
+    EXPECT_FALSE(alias) << "consumed: the alias is not forwarded to subscribers";
+    EXPECT_EQ(aliases.topic_of(3), "sensors/1");
+
+    topic.clear();
+    alias = 3;
+    EXPECT_FALSE(aliases.resolve(topic, alias, 10));
+    EXPECT_EQ(topic, "sensors/1");
+
+    topic = "sensors/2";  // redefined
+    alias = 3;
+    EXPECT_FALSE(aliases.resolve(topic, alias, 10));
+    topic.clear();
+    alias = 3;
+    EXPECT_FALSE(aliases.resolve(topic, alias, 10));
+    EXPECT_EQ(topic, "sensors/2");
+}
+
+TEST(inbound_topic_aliases, an_alias_of_zero_or_above_the_maximum_is_invalid) {
+    inbound_topic_aliases aliases;
+    for (std::uint16_t bad : {std::uint16_t{0}, std::uint16_t{11}}) {
+        std::string topic = "t";
+        std::optional<std::uint16_t> alias = bad;
+        const auto refused = aliases.resolve(topic, alias, 10);
+        ASSERT_TRUE(refused);
+        EXPECT_EQ(refused->code, reason_code::topic_alias_invalid);
+    }
+    std::string topic = "t";
+    std::optional<std::uint16_t> alias = 1;
+    const auto refused = aliases.resolve(topic, alias, 0);
+    ASSERT_TRUE(refused) << "no alias is valid when the server announced none";
+    EXPECT_EQ(refused->code, reason_code::topic_alias_invalid);
+}
+
+TEST(inbound_topic_aliases, an_alias_never_defined_is_a_protocol_error) {
+    inbound_topic_aliases aliases;
+    std::string topic;
+    std::optional<std::uint16_t> alias = 4;
+    auto refused = aliases.resolve(topic, alias, 10);
+    ASSERT_TRUE(refused);
+    EXPECT_EQ(refused->code, reason_code::protocol_error);
+
+    topic = "defined";
+    alias = 5;
+    ASSERT_FALSE(aliases.resolve(topic, alias, 10));
+    topic.clear();
+    alias = 4;
+    refused = aliases.resolve(topic, alias, 10);
+    ASSERT_TRUE(refused) << "another alias's definition does not define this one";
+    EXPECT_EQ(refused->code, reason_code::protocol_error);
+}
+
 }  // namespace
 }  // namespace starling::mqtt
