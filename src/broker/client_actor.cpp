@@ -327,6 +327,7 @@ void client_actor::on_connect(client_msg::connect&& m) {
     // not acknowledged, so the client sends them again on this one.
     pre_connack_.clear();
     inbound_.connection_ended();
+    drop_gated_answers();
     drop_held();
     inbound_qos2_loading_ = false;
 
@@ -724,6 +725,7 @@ void client_actor::on_session_moved(const std::string& session_id, const std::st
         }
         pre_connack_.clear();
         inbound_.connection_ended();
+        drop_gated_answers();
         drop_held();
         core_.probe().client_disconnected();
         core_.probe().disconnect_counted(metrics::disconnect_reason::taken_over);
@@ -774,6 +776,7 @@ void client_actor::drop_local_session(const std::string& new_owner) {
     queued_.clear();
     sent_before_.clear();
     inbound_.clear();
+    drop_gated_answers();
     if (app_) {
         app_->drop();  // its consumers stop here; the new owner reads the topics
     }
@@ -1067,8 +1070,13 @@ void client_actor::on_publish(mqtt::publish&& p) {
 
     if (p.qos != mqtt::qos::at_most_once) {
         // Receive Maximum is enforced for v5 only: 3.1.1 clients wait in held_ instead (see
-        // must_wait).
-        switch (inbound_.on_publish(p.packet_id, p.qos, c.v5() ? cfg.max_in_flight : 0)) {
+        // must_wait). Answers decided but waiting for a store write are still owed.
+        const std::size_t owed = ids_gated_counted_;
+        const bool over = c.v5() && owed >= cfg.max_in_flight;
+        const std::size_t limit = c.v5() && !over ? cfg.max_in_flight - owed : 0;
+        const auto arrived = over ? mqtt::inbound_window::arrival::over_limit
+                                  : inbound_.on_publish(p.packet_id, p.qos, limit);
+        switch (arrived) {
             case mqtt::inbound_window::arrival::over_limit:
                 disconnect_with(mqtt::reason_code::receive_maximum_exceeded,
                                 "more unacknowledged QoS 1/2 PUBLISH than Receive Maximum");
@@ -1184,22 +1192,16 @@ void client_actor::on_publish_written(std::uint64_t channel_id, std::uint16_t pa
 void client_actor::flush_acks() {
     // Acknowledgements leave in packet order even when the log acknowledges out of order.
     bool answered = false;
-    bool ids_changed = false;
     while (conn_) {
         const auto a = inbound_.next_answer();
         if (!a) {
             break;
         }
         answered = true;
-        ids_changed = ids_changed || a->awaiting_release_changed;
-        if (a->level == mqtt::qos::at_least_once) {
-            send_packet(mqtt::puback{a->packet_id, a->code, {}});
-        } else {
-            send_packet(mqtt::pubrec{a->packet_id, a->code, {}});
-        }
-    }
-    if (ids_changed) {
-        save_inbound_qos2();
+        const auto kind = a->level == mqtt::qos::at_least_once ? gated_answer::kind::puback
+                                                               : gated_answer::kind::pubrec;
+        send_answer(gated_answer{.type = kind, .packet_id = a->packet_id, .code = a->code},
+                    a->awaiting_release_changed);
     }
     if (answered) {
         release_held();  // the window has room again
@@ -1208,25 +1210,95 @@ void client_actor::flush_acks() {
 
 void client_actor::on_pubrel(const mqtt::pubrel& p) {
     const mqtt::reason_code code = inbound_.on_pubrel(p.packet_id);
-    if (code == mqtt::reason_code::success) {
-        save_inbound_qos2();
-    }
-    send_packet(mqtt::pubcomp{p.packet_id, code, {}});
+    send_answer(
+        gated_answer{.type = gated_answer::kind::pubcomp, .packet_id = p.packet_id, .code = code},
+        code == mqtt::reason_code::success);
 }
 
-void client_actor::save_inbound_qos2() {
+void client_actor::send_answer(gated_answer a, bool changes_ids) {
     if (!persistent_) {
+        send_now(a);  // nothing is stored: nothing to wait for
         return;
     }
+    ids_dirty_ = ids_dirty_ || changes_ids;
+    if (!ids_store_in_flight_ && !ids_dirty_ && ids_gated_.empty()) {
+        send_now(a);
+        return;
+    }
+    // A PUBREC that starts a wait for PUBREL is not owed to the client's send quota (the id
+    // still counts until its PUBCOMP); every other answer held here is (on_publish).
+    a.counted = !(a.type == gated_answer::kind::pubrec && changes_ids);
+    ids_gated_counted_ += a.counted ? 1 : 0;
+    ids_gated_.push_back(a);
+    store_qos2_ids();
+}
+
+void client_actor::send_now(const gated_answer& a) {
+    switch (a.type) {
+        case gated_answer::kind::puback:
+            send_packet(mqtt::puback{a.packet_id, a.code, {}});
+            break;
+        case gated_answer::kind::pubrec:
+            send_packet(mqtt::pubrec{a.packet_id, a.code, {}});
+            break;
+        case gated_answer::kind::pubcomp:
+            send_packet(mqtt::pubcomp{a.packet_id, a.code, {}});
+            break;
+    }
+}
+
+void client_actor::send_gated(std::size_t count) {
+    for (std::size_t i = 0; i < count && !ids_gated_.empty(); ++i) {
+        const gated_answer a = ids_gated_.front();
+        ids_gated_.pop_front();
+        ids_gated_counted_ -= a.counted ? 1 : 0;
+        send_now(a);
+    }
+}
+
+void client_actor::store_qos2_ids() {
+    if (ids_store_in_flight_ || !ids_dirty_) {
+        return;
+    }
+    ids_store_in_flight_ = true;
+    ids_dirty_ = false;
+    const std::size_t covered = ids_gated_.size();
+    const std::uint64_t generation = ids_gate_generation_;
     session_context ctx;
     ctx.client_id = client_id_;
     ctx.last_updated_ms = core_.now_ms();
     ctx.qos2_packet_ids = inbound_.awaiting_release();
-    core_.metadata().save_session_context(std::move(ctx), [id = client_id_](status st) {
-        if (!st) {
-            spdlog::warn("client {}: QoS 2 state not saved: {}", id, st.error().message());
-        }
-    });
+    core_.metadata().save_session_context(
+        std::move(ctx), bind_status([generation, covered](client_actor& a, status st) {
+            a.on_qos2_ids_stored(generation, covered, st);
+        }));
+}
+
+void client_actor::on_qos2_ids_stored(std::uint64_t generation, std::size_t covered, status st) {
+    ids_store_in_flight_ = false;
+    if (!st) {
+        // The message itself is in the log: answering is right; only a restart before the
+        // next successful write could take the client's resend for a new message.
+        spdlog::warn("client {}: QoS 2 state not stored: {}; answering anyway", client_id_,
+                     st.error().message());
+    }
+    if (generation == ids_gate_generation_) {
+        send_gated(covered);
+    }
+    if (ids_dirty_) {
+        store_qos2_ids();  // the answers left depend on ids changed meanwhile
+    } else {
+        send_gated(ids_gated_.size());  // they only waited to keep their order
+    }
+    if (conn_) {
+        release_held();  // a 3.1.1 client's window counts the answers held here
+    }
+}
+
+void client_actor::drop_gated_answers() {
+    ids_gated_.clear();
+    ids_gated_counted_ = 0;
+    ++ids_gate_generation_;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2152,6 +2224,7 @@ void client_actor::end_connection(metrics::disconnect_reason cause, std::string_
     pre_connack_.clear();
     drop_held();
     inbound_.connection_ended();
+    drop_gated_answers();
     if (!was_connected) {
         if (!session_exists_ || !persistent_) {
             end_session();
@@ -2309,6 +2382,7 @@ void client_actor::clear_session_state() {
     queued_.clear();
     sent_before_.clear();
     inbound_.clear();
+    drop_gated_answers();
     redeliver_all_as_dup_ = false;
     check_stored_deliveries_ = false;
     if (had_subscriptions) {
@@ -2681,7 +2755,7 @@ bool client_actor::must_wait(const mqtt::packet& p) const {
     // writes in progress). A QoS 2 exchange whose PUBREC went out no longer counts: the client
     // may well wait for every PUBREC before it sends any PUBREL.
     return !conn_->v5() && is_acknowledged_publish(p) &&
-           inbound_.unsent() >= core_.cfg().max_in_flight;
+           inbound_.unsent() + ids_gated_.size() >= core_.cfg().max_in_flight;
 }
 
 void client_actor::hold_packet(mqtt::packet&& p) {

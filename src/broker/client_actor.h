@@ -336,7 +336,6 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     void arm_session_expiry(std::int64_t disconnected_at_ms);
     void write_session_record(bool connected, std::function<void(status)> done);
     void write_subscriptions(std::function<void(status)> done);
-    void save_inbound_qos2();
     void clear_session_state();
 
     // Persistent APPLICATION sessions; defined in application_delivery.cpp.
@@ -449,6 +448,35 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     // Inbound: the client's QoS 1/2 PUBLISHes — answer order, QoS 2 ids awaiting PUBREL (the
     // session's, stored for persistent ones), Receive Maximum (mqtt/inbound_window.h).
     mqtt::inbound_window inbound_;
+
+    // A persistent session's QoS 2 ids are stored before the answers that depend on them leave:
+    // the PUBREC that starts an id's wait for PUBREL (else a node restarted in between would
+    // publish the client's resend again) and the PUBCOMP that ends it (else, after a restart, a
+    // new message reusing the id would be taken for a resend and dropped). Such an answer, and
+    // every answer after it (their order is the protocol's), waits in ids_gated_ until the
+    // store write that covers it is done; ids that change meanwhile go in the next write, so
+    // there is one write in flight at a time and it covers everything before it. Held answers
+    // still count against the window (on_publish, must_wait), which bounds them.
+    struct gated_answer {
+        enum class kind : std::uint8_t { puback, pubrec, pubcomp };
+        kind type = kind::puback;
+        std::uint16_t packet_id = 0;
+        mqtt::reason_code code = mqtt::reason_code::success;
+        bool counted = false;  // owed to the client's send quota (Receive Maximum)
+    };
+    // Sends `a` now, or after the store write it depends on (`changes_ids`) or waits behind.
+    void send_answer(gated_answer a, bool changes_ids);
+    void send_now(const gated_answer& a);
+    void send_gated(std::size_t count);
+    void store_qos2_ids();
+    void on_qos2_ids_stored(std::uint64_t generation, std::size_t covered, status st);
+    // The connection (or the session) ended: what waited is not sent (the client resends).
+    void drop_gated_answers();
+    base::lazy_deque<gated_answer> ids_gated_;
+    std::size_t ids_gated_counted_ = 0;
+    std::uint64_t ids_gate_generation_ = 0;
+    bool ids_store_in_flight_ = false;
+    bool ids_dirty_ = false;  // changed since the write in flight was issued
 
     // Inbound flow control. A packet that cannot be handled yet waits in held_, and so does
     // every later packet of the connection (order is kept), while the connection stops reading

@@ -126,6 +126,57 @@ TEST_F(broker_fixture, a_qos2_publish_resent_while_it_is_written_is_published_on
     EXPECT_EQ(sub->expect<mqtt::publish>().payload, "marker") << "published twice";
 }
 
+// A persistent session's QoS 2 id is stored before its PUBREC leaves and removed before its
+// PUBCOMP leaves: a node restarted in between must neither publish the client's resend again nor
+// take a new message reusing the id for a resend. The store's writes are held; a PINGREQ sent
+// meanwhile is answered first (the actor handled it, the answers still wait), and the PUBACK of
+// a QoS 1 PUBLISH behind the PUBREC waits with it, so the answers keep their order.
+TEST_F(broker_fixture, qos2_answers_of_a_persistent_session_wait_for_the_stored_ids) {
+    auto stored_ids = [this] {
+        std::promise<std::vector<std::uint16_t>> ids;
+        node_->core().metadata().load_session_context(
+            "dev", [&ids](result<std::optional<session_context>> r) {
+                ids.set_value(r && r.value() ? r.value()->qos2_packet_ids
+                                             : std::vector<std::uint16_t>{});
+            });
+        return ids.get_future().get();
+    };
+    auto dev = connect("dev", false, mqtt::protocol_version::v5, 3600);
+    auto& store = embedded_.metadata_holds();
+    store.hold_session_contexts();
+    send("dev", *dev,
+         mqtt::publish{.topic = "q",
+                       .payload = "two",
+                       .qos = mqtt::qos::exactly_once,
+                       .packet_id = 5,
+                       .properties = {}});
+    send("dev", *dev,
+         mqtt::publish{.topic = "q",
+                       .payload = "one",
+                       .qos = mqtt::qos::at_least_once,
+                       .packet_id = 6,
+                       .properties = {}});
+    ASSERT_TRUE(store.wait_held(1, 10s));
+    send("dev", *dev, mqtt::pingreq{});
+    dev->expect<mqtt::pingresp>();  // not the PUBREC: its id is not stored yet
+    EXPECT_TRUE(stored_ids().empty());
+    store.release();
+    EXPECT_EQ(dev->expect<mqtt::pubrec>().packet_id, 5);
+    EXPECT_EQ(dev->expect<mqtt::puback>().packet_id, 6);
+    EXPECT_EQ(stored_ids(), std::vector<std::uint16_t>{5});
+
+    store.hold_session_contexts();
+    send("dev", *dev, mqtt::pubrel{5, mqtt::reason_code::success, {}});
+    ASSERT_TRUE(store.wait_held(1, 10s));
+    send("dev", *dev, mqtt::pingreq{});
+    dev->expect<mqtt::pingresp>();  // not the PUBCOMP: the id is still stored
+    store.release();
+    const auto comp = dev->expect<mqtt::pubcomp>();
+    EXPECT_EQ(comp.packet_id, 5);
+    EXPECT_EQ(comp.reason_code, mqtt::reason_code::success);
+    EXPECT_TRUE(stored_ids().empty());
+}
+
 TEST_F(broker_fixture, persistent_session_queues_while_offline_and_redelivers_in_order) {
     auto sub = connect("dev", false, mqtt::protocol_version::v5, 3600);
     subscribe("dev", *sub, "d/#", mqtt::qos::at_least_once);

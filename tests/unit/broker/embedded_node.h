@@ -14,6 +14,7 @@
 #include "broker/node.h"
 #include "metrics/registry.h"
 
+#include "holding_metadata_store.h"
 #include "reordering_log.h"
 
 #include <chrono>
@@ -52,8 +53,10 @@ class embedded_node {
         // The node writes through a pass-through decorator that tests may ask to reorder
         // acknowledgements (log_acks()).
         log_acks_ = std::make_unique<reordering_log>(*log_);
-        node_ = std::make_unique<broker::node>(s, *log_acks_, *inbox_, *metadata_, metrics_, 2,
-                                               *clock_);
+        // Likewise for the metadata store's session-context writes (metadata_holds()).
+        metadata_holds_ = std::make_unique<holding_metadata_store>(*metadata_);
+        node_ = std::make_unique<broker::node>(s, *log_acks_, *inbox_, *metadata_holds_, metrics_,
+                                               2, *clock_);
         node_->core().set_shared_counters(&counters_);
         before_start(node_->core());
         node_->start();
@@ -71,6 +74,7 @@ class embedded_node {
             log_->stop();  // before the decorator goes: the log may still call its callbacks
         }
         log_acks_.reset();
+        metadata_holds_.reset();  // passes on what it still holds, before the store stops
         if (inbox_) {
             inbox_->stop();
         }
@@ -88,6 +92,7 @@ class embedded_node {
     adapters::embedded::embedded_device_inbox& inbox() { return *inbox_; }
     adapters::embedded::embedded_shared_counters& counters() { return counters_; }
     reordering_log& log_acks() { return *log_acks_; }
+    holding_metadata_store& metadata_holds() { return *metadata_holds_; }
 
   private:
     std::filesystem::path dir_;
@@ -95,6 +100,7 @@ class embedded_node {
     const starling::clock* clock_ = &system_clock::instance();
     std::unique_ptr<adapters::embedded::embedded_message_log> log_;
     std::unique_ptr<reordering_log> log_acks_;
+    std::unique_ptr<holding_metadata_store> metadata_holds_;
     std::unique_ptr<adapters::embedded::embedded_device_inbox> inbox_;
     std::unique_ptr<adapters::embedded::sqlite_metadata_store> metadata_;
     adapters::embedded::embedded_shared_counters counters_{system_clock::instance()};
