@@ -186,12 +186,32 @@ class mailbox final : public detail::schedulable,
     void schedule_if_free() {
         bool expected = false;
         if (busy_.compare_exchange_strong(expected, true, std::memory_order_seq_cst)) {
-            // Refused only once the dispatcher is stopping: busy_ then stays set for good (no
-            // turn will come) and this thread, owning the flag, frees the queued messages — a
-            // queued message may own the actor that owns this mailbox, a cycle otherwise.
+            // Refused only once the dispatcher is stopping: no turn will come, and this thread,
+            // owning the flag, frees the queued messages — a queued message may own the actor
+            // that owns this mailbox, a cycle otherwise.
             auto self = this->shared_from_this();  // the actor may die with its messages
             if (!core_->schedule(self)) {
-                discard_all();
+                discard_while_stopped();
+            }
+        }
+    }
+
+    // No turn will come (the dispatcher is stopping). The owner of busy_ frees what is queued,
+    // gives the flag back and takes it again when more was pushed meanwhile: a producer that
+    // passed accepting() just before the stop pushes after the discard, fails to take the flag
+    // while it is held here, and relies on this re-check (or takes the flag itself once it is
+    // free) — else its message, which may own the actor, would never be freed.
+    void discard_while_stopped() {
+        for (;;) {
+            pushed_.store(false, std::memory_order_seq_cst);
+            discard_all();
+            busy_.store(false, std::memory_order_seq_cst);
+            if (!pushed_.load(std::memory_order_seq_cst)) {
+                return;
+            }
+            bool expected = false;
+            if (!busy_.compare_exchange_strong(expected, true, std::memory_order_seq_cst)) {
+                return;  // the producer took the flag: it frees its message itself
             }
         }
     }
@@ -247,7 +267,7 @@ class mailbox final : public detail::schedulable,
     }
 
     // The dispatcher stopped with this mailbox queued: its turn never comes.
-    void discard_queued() override { discard_all(); }
+    void discard_queued() override { discard_while_stopped(); }
 
     void deliver(node* raw) {
         std::unique_ptr<node> owned(raw);
