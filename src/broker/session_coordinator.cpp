@@ -300,7 +300,15 @@ void session_coordinator::handle_event(const proto::session_event& ev, std::int6
 
     if (ev.type() == proto::session_event::DISCONNECTED ||
         ev.type() == proto::session_event::SESSION_ENDED) {
-        if (!prev || prev->session_id != ev.request_id()) {
+        // This node's own actor took its ended session out of this node's registry before it
+        // told the handler (end_session), and a node restarting with a clean session of its
+        // own never put it there: when that handler is this node and holds no decision of its
+        // own for the client (its partition came here in a rebalance), the registry says
+        // nothing, yet the record in client.session is still that session's. The actor is the
+        // single writer of its session, so its word stands: the record goes.
+        const bool own_session_ended = !prev && ev.type() == proto::session_event::SESSION_ENDED &&
+                                       ev.node_id() == core_.cfg().node_id;
+        if (!own_session_ended && (!prev || prev->session_id != ev.request_id())) {
             // A newer connection replaced that session already: its record stays.
             spdlog::debug("client {}: stale session event for {} ignored", client_id,
                           ev.request_id());
@@ -327,7 +335,8 @@ void session_coordinator::handle_event(const proto::session_event& ev, std::int6
             decisions_.insert_or_assign(client_id, std::move(next));
         } else {
             core_.log().produce(core_.topics().client_session(), client_id, std::string(),
-                                written_for(prev->node_id), std::move(written));
+                                written_for(prev ? prev->node_id : ev.node_id()),
+                                std::move(written));
             decisions_.insert_or_assign(client_id, std::nullopt);
         }
         return;

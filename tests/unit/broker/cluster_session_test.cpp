@@ -324,6 +324,34 @@ TEST_F(cluster_fixture, a_stopping_node_records_its_sessions_as_disconnected) {
     EXPECT_TRUE(eventually([&] { return !session_record_of("temp-1").has_value(); }));
 }
 
+TEST_F(cluster_fixture, sessions_ended_on_their_node_after_a_rebalance_leave_client_session) {
+    // Clean sessions on node B, their CONNECTs decided by the handler of each client's partition
+    // (some of them node A's). Node A leaves: B's handler takes every partition, without A's
+    // decisions, and its registry no longer holds the records B's own actors removed when their
+    // clients left. Those records must still leave client.session (they used to stay there,
+    // "connected", for good).
+    std::vector<std::string> ids;
+    std::vector<std::shared_ptr<fake_channel>> channels;
+    for (int i = 0; i < 8; ++i) {
+        ids.push_back("leaver-" + std::to_string(i));
+        channels.push_back(connect(1, ids.back(), true, false));
+    }
+    for (const auto& id : ids) {
+        ASSERT_TRUE(eventually([&] { return session_record_of(id).has_value(); })) << id;
+    }
+    nodes_[0]->stop(2s);
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        auto actor = at(1).core().sessions().find_actor(ids[i]);
+        ASSERT_TRUE(actor);
+        ASSERT_TRUE(actor->tell(client_msg::packet{channels[i]->id(), mqtt::disconnect{}}));
+        ASSERT_TRUE(channels[i]->wait_closed()) << ids[i];
+    }
+    for (const auto& id : ids) {
+        EXPECT_TRUE(eventually([&] { return !session_record_of(id).has_value(); }, 15s))
+            << id << " is still in client.session";
+    }
+}
+
 class cluster_fixture_short_bound : public cluster_fixture {
   protected:
     cluster_fixture_short_bound() { request_timeout_ = 300ms; }
