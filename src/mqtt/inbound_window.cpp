@@ -63,12 +63,7 @@ std::optional<inbound_window::answer> inbound_window::next_answer() {
     answer a{.packet_id = p.packet_id, .level = p.level, .code = p.code};
     if (p.level == qos::exactly_once && !is_error(p.code) && !p.resend) {
         // Complete only at PUBCOMP: the count moves to the wait for the PUBREL.
-        auto it = find_release(p.packet_id);
-        if (it == releases_.end()) {
-            auto at = std::lower_bound(
-                releases_.begin(), releases_.end(), p.packet_id,
-                [](const release& r, std::uint16_t id) { return r.packet_id < id; });
-            releases_.insert(at, release{.packet_id = p.packet_id, .counted = true});
+        if (insert_release(p.packet_id, /*counted=*/true)) {
             a.awaiting_release_changed = true;
             return a;
         }
@@ -101,19 +96,13 @@ std::vector<std::uint16_t> inbound_window::awaiting_release() const {
 }
 
 bool inbound_window::awaits_release(std::uint16_t packet_id) const {
-    return std::binary_search(
-        releases_.begin(), releases_.end(), release{.packet_id = packet_id},
-        [](const release& a, const release& b) { return a.packet_id < b.packet_id; });
+    auto slot = release_slot(packet_id);
+    return slot != releases_.end() && slot->packet_id == packet_id;
 }
 
 void inbound_window::restore(std::span<const std::uint16_t> packet_ids) {
     for (auto id : packet_ids) {
-        if (find_release(id) == releases_.end()) {
-            auto at =
-                std::lower_bound(releases_.begin(), releases_.end(), id,
-                                 [](const release& r, std::uint16_t v) { return r.packet_id < v; });
-            releases_.insert(at, release{.packet_id = id, .counted = false});
-        }
+        (void)insert_release(id, /*counted=*/false);
     }
 }
 
@@ -130,11 +119,25 @@ void inbound_window::clear() {
     releases_.clear();
 }
 
+std::vector<inbound_window::release>::const_iterator inbound_window::release_slot(
+    std::uint16_t packet_id) const {
+    return std::lower_bound(releases_.begin(), releases_.end(), packet_id,
+                            [](const release& r, std::uint16_t id) { return r.packet_id < id; });
+}
+
 std::vector<inbound_window::release>::iterator inbound_window::find_release(
     std::uint16_t packet_id) {
-    auto it = std::lower_bound(releases_.begin(), releases_.end(), packet_id,
-                               [](const release& r, std::uint16_t id) { return r.packet_id < id; });
+    auto it = releases_.begin() + (release_slot(packet_id) - releases_.cbegin());
     return it != releases_.end() && it->packet_id == packet_id ? it : releases_.end();
+}
+
+bool inbound_window::insert_release(std::uint16_t packet_id, bool counted) {
+    auto slot = release_slot(packet_id);
+    if (slot != releases_.end() && slot->packet_id == packet_id) {
+        return false;
+    }
+    releases_.insert(slot, release{.packet_id = packet_id, .counted = counted});
+    return true;
 }
 
 inbound_window::pending* inbound_window::find_pending(std::uint16_t packet_id, qos level) {

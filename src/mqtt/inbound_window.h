@@ -106,7 +106,11 @@ class inbound_window {
         bool counted = false;  // counts against this connection's Receive Maximum
     };
 
+    // Where `packet_id` is, or would go, in the sorted release list.
+    std::vector<release>::const_iterator release_slot(std::uint16_t packet_id) const;
     std::vector<release>::iterator find_release(std::uint16_t packet_id);
+    // Starts a wait for the PUBREL of `packet_id` unless one exists; true when it did.
+    bool insert_release(std::uint16_t packet_id, bool counted);
     pending* find_pending(std::uint16_t packet_id, qos level);
 
     base::lazy_deque<pending> answers_;  // arrival order
