@@ -4,6 +4,7 @@
 #include "broker/broker_core.h"
 #include "broker/group_inbox.h"
 #include "broker/lifecycle_events.h"
+#include "broker/retained_echoes.h"
 #include "broker/session_coordinator.h"
 #include "mqtt/encoder.h"
 #include "mqtt/topic.h"
@@ -23,6 +24,14 @@ namespace {
 
 constexpr std::uint32_t session_never_expires = 0xFFFFFFFF;
 constexpr std::size_t pre_connack_limit = 1000;
+
+// Whether a SUBSCRIBE sends the filter's retained messages (MQTT 5 Retain Handling; 3.1.1
+// always sends them).
+bool wants_retained(const stored_subscription& sub, bool existed) {
+    const auto rh = sub.options.retain_handling;
+    return rh == mqtt::retain_handling::send_on_subscribe ||
+           (rh == mqtt::retain_handling::send_if_new_subscription && !existed);
+}
 
 // The clientDisconnects_total reason of a server-side DISCONNECT (or refusing CONNACK) code.
 metrics::disconnect_reason disconnect_reason_of(mqtt::reason_code code) {
@@ -88,6 +97,9 @@ struct client_actor::connection_state {
     std::unique_ptr<mqtt::outbound_topic_aliases> outbound_aliases;
     // Boxed: a will_message is over 500 bytes and most connections have none.
     std::unique_ptr<mqtt::will_message> will;
+    // While a SUBSCRIBE's retained messages may meet their own live copies (retained_echoes.h);
+    // null the rest of the time.
+    std::unique_ptr<retained_echoes> echoes;
     bool will_suppressed = false;  // DISCONNECT 0x00 received
     client_type type = client_type::device;
     std::shared_ptr<const auth::topic_rules> rules;  // null = everything allowed
@@ -1484,11 +1496,27 @@ void client_actor::on_deliver(delivery&& d) {
                                       d.msg->topic);
         return;
     }
+    auto& echoes = conn_->echoes;
+    if (echoes && echoes->take_live_echo(d.msg, core_.now_ms())) {
+        // The SUBSCRIBE that just sent this message as retained had it before its live copy.
+        release_idle_echoes();
+        return;
+    }
     // Nothing stored this copy, so nothing paid for it: its send is its admission.
     if (core_.quota() != nullptr && !quota_admits_copy()) {
         return;
     }
+    if (echoes) {
+        echoes->live_sent(d.msg, core_.now_ms());
+        release_idle_echoes();
+    }
     deliver_now(std::move(d));
+}
+
+void client_actor::release_idle_echoes() {
+    if (conn_ && conn_->echoes && conn_->echoes->idle(core_.now_ms())) {
+        conn_->echoes.reset();
+    }
 }
 
 bool client_actor::incoming_allowed() {
@@ -1865,15 +1893,46 @@ void client_actor::on_subscribe(mqtt::subscribe&& s) {
         }
     }
     app_sync_shared();
+    const bool sends_retained = std::any_of(
+        retained_candidates.begin(), retained_candidates.end(),
+        [](const auto& candidate) { return wants_retained(candidate.first, candidate.second); });
+    // Subscriptions this SUBSCRIBE adds: the client was not subscribed through them before.
+    std::vector<std::string> fresh_keys;
+    if (sends_retained) {
+        for (const auto& [sub, existed] : retained_candidates) {
+            if (!existed) {
+                fresh_keys.push_back(subscription_records::entry_key(sub.share_group, sub.filter));
+            }
+        }
+        for (const auto& sub : new_shared) {
+            fresh_keys.push_back(subscription_records::entry_key(sub.share_group, sub.filter));
+        }
+        if (!conn_->echoes) {
+            conn_->echoes = std::make_unique<retained_echoes>();
+        }
+        conn_->echoes->subscribe_started();
+    }
     const std::uint64_t channel_id = conn_->id;
     const std::uint16_t packet_id = s.packet_id;
     write_subscriptions(bind_status(
         [channel_id, packet_id, codes = std::move(codes),
          retained_candidates = std::move(retained_candidates), new_shared = std::move(new_shared),
-         granted_filters = std::move(granted_filters)](client_actor& a, status st) mutable {
+         granted_filters = std::move(granted_filters), sends_retained,
+         fresh_keys = std::move(fresh_keys)](client_actor& a, status st) mutable {
             if (!a.conn_ || a.conn_->id != channel_id) {
-                return;
+                return;  // the connection's echoes went with it
             }
+            // Whatever happens below, this SUBSCRIBE stops collecting live copies.
+            struct finish_echoes {
+                client_actor& a;
+                bool started;
+                ~finish_echoes() {
+                    if (started && a.conn_ && a.conn_->echoes) {
+                        a.conn_->echoes->subscribe_finished();
+                        a.release_idle_echoes();
+                    }
+                }
+            } finish{a, sends_retained};
             if (!st) {
                 for (auto& code : codes) {
                     code = a.conn_->v5() ? mqtt::reason_code::unspecified_error
@@ -1889,12 +1948,9 @@ void client_actor::on_subscribe(mqtt::subscribe&& s) {
                              std::move(granted_filters));
             }
             for (auto& [sub, existed] : retained_candidates) {
-                auto rh = sub.options.retain_handling;
-                if (rh == mqtt::retain_handling::do_not_send ||
-                    (rh == mqtt::retain_handling::send_if_new_subscription && existed)) {
-                    continue;
+                if (wants_retained(sub, existed)) {
+                    a.deliver_retained(sub, existed, fresh_keys);
                 }
-                a.deliver_retained(sub);
             }
             for (const auto& sub : new_shared) {
                 a.take_group_inboxes(&sub);
@@ -1902,11 +1958,30 @@ void client_actor::on_subscribe(mqtt::subscribe&& s) {
         }));
 }
 
-void client_actor::deliver_retained(const stored_subscription& sub) {
+bool client_actor::subscribed_before(std::string_view topic,
+                                     const std::vector<std::string>& fresh_keys) const {
+    for (const auto& [key, sub] : subscriptions_) {
+        if (mqtt::topic_matches(sub.filter, topic) &&
+            std::find(fresh_keys.begin(), fresh_keys.end(), key) == fresh_keys.end()) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void client_actor::deliver_retained(const stored_subscription& sub, bool existed,
+                                    const std::vector<std::string>& fresh_keys) {
+    const std::int64_t now = core_.now_ms();
     std::vector<message_ptr> found;
-    core_.retained().match(sub.filter, core_.now_ms(),
-                           [&](const message_ptr& msg) { found.push_back(msg); });
+    core_.retained().match(sub.filter, now, [&](const message_ptr& msg) { found.push_back(msg); });
     for (auto& msg : found) {
+        if (auto& echoes = conn_->echoes) {
+            const bool watch = !existed && retained_echoes::recent(*msg, now) &&
+                               !subscribed_before(msg->topic, fresh_keys);
+            if (!echoes->admit_retained(msg, now, watch)) {
+                continue;  // the same or a newer message reached the client live meanwhile
+            }
+        }
         // A new outgoing packet nothing has paid for yet: charged now (the SUBACK is sent).
         if (core_.quota() != nullptr && !quota_admits_copy()) {
             continue;

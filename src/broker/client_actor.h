@@ -52,7 +52,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <unordered_map>
 #include <variant>
@@ -317,7 +316,15 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     void on_inbox_read(std::uint64_t channel_id, std::size_t requested,
                        result<std::vector<inbox_message>> r);
     void finish_outbound(std::uint16_t packet_id);
-    void deliver_retained(const stored_subscription& sub);
+    // The filter's retained messages, for a subscription that `existed` before this SUBSCRIBE
+    // or is one of its `fresh_keys` (subscription_records::entry_key).
+    void deliver_retained(const stored_subscription& sub, bool existed,
+                          const std::vector<std::string>& fresh_keys);
+    // Whether a subscription other than `fresh_keys` matches `topic`.
+    bool subscribed_before(std::string_view topic,
+                           const std::vector<std::string>& fresh_keys) const;
+    // Drops the connection's retained_echoes once nothing is left in it.
+    void release_idle_echoes();
 
     // Connection and session end.
     void disconnect_with(mqtt::reason_code code, std::string_view why);

@@ -2,6 +2,8 @@
 
 #include "proto/starling.pb.h"
 
+#include <atomic>
+
 namespace starling::broker {
 
 std::uint32_t app_message::remaining_expiry_seconds(std::int64_t now_ms) const {
@@ -32,6 +34,9 @@ app_message from_publish(const mqtt::publish& p, std::string publisher_id, std::
             now_ms + static_cast<std::int64_t>(*p.properties.message_expiry_interval) * 1000;
     }
     m.created_at_ms = now_ms;
+    // One counter for the process: a node's messages of one millisecond still have an order.
+    static std::atomic<std::uint64_t> last_sequence{0};
+    m.sequence = last_sequence.fetch_add(1, std::memory_order_relaxed) + 1;
     m.publisher_id = std::move(publisher_id);
     m.node_id = std::move(node_id);
     return m;
@@ -45,6 +50,7 @@ void to_proto(const app_message& m, proto::publish_msg& out) {
     out.set_topic_name(m.topic);
     out.set_created_at_ms(m.created_at_ms);
     out.set_node_id(m.node_id);
+    out.set_sequence(m.sequence);
     for (const auto& [k, v] : m.properties.user_properties) {
         auto* up = out.add_user_properties();
         up->set_key(k);
@@ -77,6 +83,7 @@ app_message from_proto(const proto::publish_msg& in) {
     m.topic = in.topic_name();
     m.created_at_ms = in.created_at_ms();
     m.node_id = in.node_id();
+    m.sequence = in.sequence();
     m.properties.user_properties.reserve(static_cast<std::size_t>(in.user_properties_size()));
     for (const auto& up : in.user_properties()) {
         m.properties.user_properties.emplace_back(up.key(), up.value());

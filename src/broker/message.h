@@ -34,6 +34,9 @@ struct app_message {
     std::int64_t created_at_ms = 0;
     std::string publisher_id;
     std::string node_id;
+    // Order of the messages node_id accepted since it started (0: unknown); with created_at_ms
+    // it orders one node's messages of the same millisecond (retained_echoes.h).
+    std::uint64_t sequence = 0;
 
     bool expired(std::int64_t now_ms) const {
         return expires_at_ms != 0 && now_ms >= expires_at_ms;

@@ -270,6 +270,103 @@ TEST_F(broker_fixture, restored_subscriptions_are_in_the_trie_when_start_returns
     EXPECT_EQ(matched, sessions);
 }
 
+mqtt::publish retained_publish(std::string topic, std::string payload, std::uint16_t id) {
+    return mqtt::publish{.topic = std::move(topic),
+                         .payload = std::move(payload),
+                         .qos = mqtt::qos::at_least_once,
+                         .retain = true,
+                         .packet_id = id,
+                         .properties = {}};
+}
+
+// The packets a channel got until `last_payload` (a sentinel published last on the same
+// topic, so routed after everything before it), as "SUBACK", "live:<payload>",
+// "retained:<payload>".
+std::vector<std::string> packets_until(fake_channel& ch, const std::string& last_payload) {
+    std::vector<std::string> seen;
+    while (seen.empty() || seen.back() != "live:" + last_payload) {
+        auto p = ch.next();
+        if (!p) {
+            ADD_FAILURE() << "no packet within timeout";
+            break;
+        }
+        if (std::holds_alternative<mqtt::suback>(*p)) {
+            seen.emplace_back("SUBACK");
+        } else if (auto* pub = std::get_if<mqtt::publish>(&*p)) {
+            seen.push_back((pub->retain ? "retained:" : "live:") + pub->payload);
+        } else {
+            seen.emplace_back(mqtt::to_string(mqtt::type_of(*p)));
+        }
+    }
+    return seen;
+}
+
+// A retained message published while a SUBSCRIBE is being stored reaches the subscriber live
+// (the trie has the subscription) and is then found by the SUBSCRIBE's retained read: it must
+// not go out twice (retained_echoes.h).
+TEST_F(broker_fixture, a_retained_message_that_went_live_during_the_subscribe_is_not_resent) {
+    auto pub = connect("pub", true);
+    auto sub = connect("sub", true);
+    embedded_.log_acks().hold(node_->core().topics().client_subscriptions());
+    mqtt::subscribe s;
+    s.packet_id = 1;
+    s.subscriptions.push_back({"r/#", {.qos = mqtt::qos::at_most_once}});
+    send("sub", *sub, s);
+    ASSERT_TRUE(embedded_.log_acks().wait_held(1, 10s));  // the SUBSCRIBE is pending
+    send("pub", *pub, retained_publish("r/1", "during", 1));
+    EXPECT_EQ(pub->expect<mqtt::puback>().reason_code, mqtt::reason_code::success);
+    // Before its SUBACK, as MQTT allows.
+    auto live = sub->expect<mqtt::publish>();
+    EXPECT_EQ(live.payload, "during");
+    EXPECT_FALSE(live.retain);
+    embedded_.log_acks().release_reversed();
+    send("pub", *pub, retained_publish("r/1", "after", 2));
+    EXPECT_EQ(pub->expect<mqtt::puback>().reason_code, mqtt::reason_code::success);
+    EXPECT_EQ(packets_until(*sub, "after"), (std::vector<std::string>{"SUBACK", "live:after"}));
+}
+
+// Retained messages stored (acknowledged) before a SUBSCRIBE but routed after it: the
+// subscriber gets the topic's latest value as retained, and neither that message's live copy
+// nor the older one it replaced after it — the client's last value stays the latest.
+TEST_F(broker_fixture, live_copies_routed_after_the_retained_read_neither_repeat_nor_go_back) {
+    auto pub = connect("pub", true);
+    auto sub = connect("sub", true);
+    auto& log = embedded_.log_acks();
+    log.hold_records(node_->core().topics().msg_all());
+    send("pub", *pub, retained_publish("r/1", "one", 1));
+    send("pub", *pub, retained_publish("r/1", "two", 2));
+    ASSERT_TRUE(log.wait_records_held(2, 10s));
+    // The retained store has "two" once msg.retained acknowledged it (the PUBACKs wait for
+    // msg.all as well).
+    const auto stored = [&] {
+        std::string payload;
+        node_->core().retained().match("r/1", node_->core().now_ms(),
+                                       [&](const message_ptr& m) { payload = m->payload; });
+        return payload;
+    };
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (stored() != "two" && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(1ms);  // polling the store, bounded by the deadline
+    }
+    ASSERT_EQ(stored(), "two");
+
+    mqtt::subscribe s;
+    s.packet_id = 1;
+    s.subscriptions.push_back({"r/#", {.qos = mqtt::qos::at_most_once}});
+    send("sub", *sub, s);
+    EXPECT_EQ(sub->expect<mqtt::suback>().reason_codes.size(), 1U);
+    auto retained = sub->expect<mqtt::publish>();
+    EXPECT_EQ(retained.payload, "two");
+    EXPECT_TRUE(retained.retain);
+
+    log.release_records();  // "one" and "two" are routed now, live
+    EXPECT_EQ(pub->expect<mqtt::puback>().packet_id, 1);
+    EXPECT_EQ(pub->expect<mqtt::puback>().packet_id, 2);
+    send("pub", *pub, retained_publish("r/1", "three", 3));
+    EXPECT_EQ(pub->expect<mqtt::puback>().reason_code, mqtt::reason_code::success);
+    EXPECT_EQ(packets_until(*sub, "three"), (std::vector<std::string>{"live:three"}));
+}
+
 // client.subscriptions gets the change of each SUBSCRIBE / UNSUBSCRIBE, not the whole set again
 // (issue: O(n²) bytes for a client subscribing one filter at a time), and the set those records
 // describe is the one a restarted node restores — also after a second restart, once the restored

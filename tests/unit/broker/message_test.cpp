@@ -34,6 +34,12 @@ TEST(app_message, round_trips_through_the_log_record) {
     EXPECT_EQ(r.properties.user_properties, p.properties.user_properties);
     EXPECT_EQ(r.expires_at_ms, 1'010'000);
     EXPECT_EQ(r.publisher_id, "pub");
+    EXPECT_EQ(r.node_id, "node-1");
+    EXPECT_EQ(r.created_at_ms, 1'000'000);
+    EXPECT_NE(r.sequence, 0U);
+    EXPECT_EQ(r.sequence, m.sequence);
+    // The next message of the node comes after it, in the same millisecond too.
+    EXPECT_GT(from_publish(p, "pub", "node-1", 1'000'000).sequence, m.sequence);
 }
 
 TEST(app_message, remaining_expiry_rounds_up_and_stops_at_zero) {

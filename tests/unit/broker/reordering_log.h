@@ -6,6 +6,9 @@
 // partitions, each acknowledged on its own). A broker test that claims "whatever order the log
 // acknowledges in" uses this to make that order something else.
 //
+// It can also hold the records of one topic back from the log (hold_records): a record that
+// the log has not yet given to its consumers, as when routing lags behind the PUBLISH.
+//
 // Everything else is passed through. While nothing is held it is invisible. flush() releases
 // whatever is held (in arrival order) before flushing the log below, so a node stopping over a
 // test that forgot to release still drains.
@@ -35,6 +38,30 @@ class reordering_log final : public message_log {
     void hold(std::string topic) {
         std::lock_guard lock(mutex_);
         held_topic_ = std::move(topic);
+    }
+
+    // From now on, records produced to `topic` are held back from the log itself (no consumer
+    // sees them, nothing acknowledges them) until release_records() writes them, in order.
+    void hold_records(std::string topic) {
+        std::lock_guard lock(mutex_);
+        records_topic_ = std::move(topic);
+    }
+    bool wait_records_held(std::size_t n, std::chrono::milliseconds timeout) {
+        std::unique_lock lock(mutex_);
+        return changed_.wait_for(lock, timeout, [&] { return held_records_.size() >= n; });
+    }
+    // Stops holding records and writes the held ones in the order they came.
+    void release_records() {
+        std::vector<held_record> records;
+        {
+            std::lock_guard lock(mutex_);
+            records_topic_.clear();
+            records = std::exchange(held_records_, {});
+        }
+        for (auto& r : records) {
+            produce(r.topic, std::move(r.key), std::move(r.value), std::move(r.headers),
+                    std::move(r.done), r.partition);
+        }
     }
 
     // Waits until `n` acknowledgements are held; false on timeout.
@@ -70,6 +97,13 @@ class reordering_log final : public message_log {
         bool hold_this = false;
         {
             std::lock_guard lock(mutex_);
+            if (!records_topic_.empty() && topic == records_topic_) {
+                held_records_.push_back(held_record{std::string(topic), std::move(key),
+                                                    std::move(value), std::move(headers),
+                                                    std::move(done), partition});
+                changed_.notify_all();
+                return;
+            }
             hold_this = !held_topic_.empty() && topic == held_topic_;
         }
         if (!hold_this) {
@@ -92,6 +126,7 @@ class reordering_log final : public message_log {
     }
 
     status flush(std::chrono::milliseconds timeout) override {
+        release_records();
         run(take_held());
         auto st = inner_.flush(timeout);
         run(take_held());  // held while the log below flushed
@@ -101,6 +136,14 @@ class reordering_log final : public message_log {
     bool healthy() const override { return inner_.healthy(); }
 
   private:
+    struct held_record {
+        std::string topic;
+        std::string key;
+        std::string value;
+        std::vector<log_header> headers;
+        produce_callback done;
+        std::int32_t partition;
+    };
     struct held_ack {
         produce_callback done;
         result<produce_ack> outcome;
@@ -124,6 +167,8 @@ class reordering_log final : public message_log {
     std::condition_variable changed_;
     std::string held_topic_;
     std::vector<held_ack> held_;
+    std::string records_topic_;
+    std::vector<held_record> held_records_;
 };
 
 }  // namespace starling::testing

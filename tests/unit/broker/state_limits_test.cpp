@@ -76,6 +76,10 @@ TEST_F(state_limits_test, retained_messages_beyond_the_maximum_are_not_stored) {
     EXPECT_EQ(publish_retained("five", *v5, "r/1", "one again", 4), mqtt::reason_code::success);
     EXPECT_EQ(dropped("retained_limit"), 1);
 
+    // Routed before anyone subscribes: live copies routed after a SUBSCRIBE would be another
+    // test (client_actor_test's retained-echo tests).
+    wait_routed(3);
+
     // 3.1.1 cannot be told: the message is published, but not retained.
     auto live = connect("live", true);
     subscribe("live", *live, "r/#", mqtt::qos::at_least_once, 1);
@@ -89,6 +93,7 @@ TEST_F(state_limits_test, retained_messages_beyond_the_maximum_are_not_stored) {
     EXPECT_EQ(delivered.payload, "four");
     EXPECT_EQ(counter("retainedMsgsRefused_total"), 2);
 
+    wait_routed(4);
     auto later = connect("later", true);
     subscribe("later", *later, "r/#", mqtt::qos::at_least_once, 1);
     std::set<std::string> got;
