@@ -154,3 +154,37 @@ def test_v5_retained_message_expiry(module_broker, paho_client, topic):
     remaining = msg.properties.get("message_expiry_interval")
     assert remaining is not None and remaining <= 58, f"remaining expiry {remaining}"
     late.expect_no_message(0.5)
+
+
+def test_subscribers_joining_a_retained_stream_see_each_topic_once_in_order(
+    module_broker, paho_client, topic
+):
+    """A publisher streams retained values (a counter per topic) while subscribers join one
+    after another. Retained messages are stored before they are routed, so a joiner meets the
+    same values live and as retained (src/broker/retained_echoes.h): it must still see each
+    topic's values strictly increasing — no value twice, no older value after a newer one — and
+    end on the publisher's last value."""
+    topics = [f"{topic}/v/{i}" for i in range(4)]
+    pub = paho_client(module_broker, protocol=5)
+    rounds = 1500
+    joiners = []
+    for n in range(rounds):
+        for t in topics:
+            pub.publish(t, str(n).encode(), qos=0, retain=True)
+        if n % 150 == 75:
+            sub = paho_client(module_broker, protocol=5)
+            sub.subscribe(f"{topic}/v/#", 1)  # returns at the SUBACK, while the stream goes on
+            joiners.append(sub)
+    for t in topics:  # the last values, acknowledged
+        pub.publish_and_wait(t, str(rounds).encode(), qos=1, retain=True)
+    assert len(joiners) == 10
+    for sub in joiners:
+        last = {t: -1 for t in topics}
+        while any(v != rounds for v in last.values()):
+            msg = sub.expect_message(timeout=15)
+            value = int(msg.payload)
+            assert value > last[msg.topic], (
+                f"{sub.client_id}: {msg.topic} went from {last[msg.topic]} to {value} "
+                f"(retain={msg.retain})"
+            )
+            last[msg.topic] = value
