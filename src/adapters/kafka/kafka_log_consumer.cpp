@@ -383,8 +383,12 @@ status kafka_log_consumer::seek(const topic_partition& tp, std::int64_t offset) 
         }
         // __OUTDATED: the partition's fetch state changed under the seek (the assignment was
         // still being applied); seen once as a node failing to start. Retried like __STATE.
-        const bool transient =
-            code == RD_KAFKA_RESP_ERR__STATE || code == RD_KAFKA_RESP_ERR__OUTDATED;
+        // __TIMED_OUT ("Timed out waiting for 1 remaining partition seek(s)"): librdkafka gave
+        // up on a seek of a partition whose fetcher was still starting, half a second into a
+        // node's start-up on a loaded machine — also seen failing a start. Retried the same way.
+        const bool transient = code == RD_KAFKA_RESP_ERR__STATE ||
+                               code == RD_KAFKA_RESP_ERR__OUTDATED ||
+                               code == RD_KAFKA_RESP_ERR__TIMED_OUT;
         if (!transient || clock_type::now() >= until) {
             spdlog::warn("kafka consumer: seek {}[{}] to {}: {}", tp.topic, tp.partition, offset,
                          text);
