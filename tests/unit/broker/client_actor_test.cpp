@@ -320,9 +320,15 @@ TEST_F(broker_fixture, a_retained_message_that_went_live_during_the_subscribe_is
     EXPECT_EQ(live.payload, "during");
     EXPECT_FALSE(live.retain);
     embedded_.log_acks().release_reversed();
-    send("pub", *pub, retained_publish("r/1", "after", 2));
+    // The SUBACK; the retained copies follow in the same turn of the actor, before any live
+    // copy it handles next.
+    EXPECT_EQ(sub->expect<mqtt::suback>().reason_codes.size(), 1U);
+    // The sentinel is not retained: it can only arrive live, after whatever the read sent.
+    auto sentinel = retained_publish("r/1", "after", 2);
+    sentinel.retain = false;
+    send("pub", *pub, sentinel);
     EXPECT_EQ(pub->expect<mqtt::puback>().reason_code, mqtt::reason_code::success);
-    EXPECT_EQ(packets_until(*sub, "after"), (std::vector<std::string>{"SUBACK", "live:after"}));
+    EXPECT_EQ(packets_until(*sub, "after"), (std::vector<std::string>{"live:after"}));
 }
 
 // Retained messages stored (acknowledged) before a SUBSCRIBE but routed after it: the
