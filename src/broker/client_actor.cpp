@@ -1949,7 +1949,7 @@ void client_actor::on_subscribe(mqtt::subscribe&& s) {
             }
             for (auto& [sub, existed] : retained_candidates) {
                 if (wants_retained(sub, existed)) {
-                    a.deliver_retained(sub, existed, fresh_keys);
+                    a.deliver_retained(sub, fresh_keys);
                 }
             }
             for (const auto& sub : new_shared) {
@@ -1969,15 +1969,17 @@ bool client_actor::subscribed_before(std::string_view topic,
     return false;
 }
 
-void client_actor::deliver_retained(const stored_subscription& sub, bool existed,
+void client_actor::deliver_retained(const stored_subscription& sub,
                                     const std::vector<std::string>& fresh_keys) {
     const std::int64_t now = core_.now_ms();
     std::vector<message_ptr> found;
     core_.retained().match(sub.filter, now, [&](const message_ptr& msg) { found.push_back(msg); });
     for (auto& msg : found) {
         if (auto& echoes = conn_->echoes) {
-            const bool watch = !existed && retained_echoes::recent(*msg, now) &&
-                               !subscribed_before(msg->topic, fresh_keys);
+            // A subscription that existed before (this one when it is replaced) owes the topic's
+            // live copies: not watched.
+            const bool watch =
+                retained_echoes::recent(*msg, now) && !subscribed_before(msg->topic, fresh_keys);
             if (!echoes->admit_retained(msg, now, watch)) {
                 continue;  // the same or a newer message reached the client live meanwhile
             }

@@ -316,9 +316,9 @@ class client_actor : public std::enable_shared_from_this<client_actor> {
     void on_inbox_read(std::uint64_t channel_id, std::size_t requested,
                        result<std::vector<inbox_message>> r);
     void finish_outbound(std::uint16_t packet_id);
-    // The filter's retained messages, for a subscription that `existed` before this SUBSCRIBE
-    // or is one of its `fresh_keys` (subscription_records::entry_key).
-    void deliver_retained(const stored_subscription& sub, bool existed,
+    // The filter's retained messages; `fresh_keys` are the subscriptions this SUBSCRIBE added
+    // (subscription_records::entry_key).
+    void deliver_retained(const stored_subscription& sub,
                           const std::vector<std::string>& fresh_keys);
     // Whether a subscription other than `fresh_keys` matches `topic`.
     bool subscribed_before(std::string_view topic,

@@ -28,6 +28,10 @@ bool retained_echoes::recent(const app_message& m, std::int64_t now_ms) {
     return m.created_at_ms != 0 && now_ms - m.created_at_ms < window_ms;
 }
 
+void retained_echoes::forget_old(std::vector<message_ptr>& list, std::int64_t now_ms) {
+    std::erase_if(list, [now_ms](const message_ptr& m) { return !recent(*m, now_ms); });
+}
+
 void retained_echoes::subscribe_finished() {
     if (pending_subscribes_ > 0 && --pending_subscribes_ == 0) {
         sent_live_.clear();
@@ -42,7 +46,7 @@ bool retained_echoes::admit_retained(const message_ptr& msg, std::int64_t now_ms
     if (live_already) {
         return false;
     }
-    std::erase_if(sent_retained_, [&](const message_ptr& m) { return !recent(*m, now_ms); });
+    forget_old(sent_retained_, now_ms);
     if (watch && recent(*msg, now_ms) && sent_retained_.size() < limit) {
         sent_retained_.push_back(msg);
     }
@@ -80,14 +84,14 @@ void retained_echoes::live_sent(const message_ptr& msg, std::int64_t now_ms) {
     if (pending_subscribes_ == 0 || !recent(*msg, now_ms)) {
         return;
     }
-    std::erase_if(sent_live_, [&](const message_ptr& m) { return !recent(*m, now_ms); });
+    forget_old(sent_live_, now_ms);
     if (sent_live_.size() < limit) {
         sent_live_.push_back(msg);
     }
 }
 
 bool retained_echoes::idle(std::int64_t now_ms) {
-    std::erase_if(sent_retained_, [&](const message_ptr& m) { return !recent(*m, now_ms); });
+    forget_old(sent_retained_, now_ms);
     return pending_subscribes_ == 0 && sent_retained_.empty() && sent_live_.empty();
 }
 

@@ -73,6 +73,8 @@ class retained_echoes {
 
   private:
     static bool same_message(const app_message& a, const app_message& b);
+    // Drops what is no longer recent().
+    static void forget_old(std::vector<message_ptr>& list, std::int64_t now_ms);
     // -1: a is older than b; 1: newer; 0: the same message or no telling.
     static int order(const app_message& a, const app_message& b);
 
