@@ -292,7 +292,7 @@ struct daemon::parts {
     metrics::refresher_handle log_gauges;  // embedded log state; reset before the log goes
     // Outlives the security parts: the JWT and HTTP providers hold its executor.
     std::unique_ptr<net::io_pool> io;
-    security_parts security;  // outlives the node: its timers may hold the authenticator
+    security_parts security;  // outlives the node, which admits clients with it
     // Admin users and their tokens (/api/auth/*); their checks run on security.pool.
     admin_login_parts admin;
     // Blocked-client rules changed at runtime (/api/blockedClient), in client.blocked. Goes
@@ -441,11 +441,6 @@ void daemon::start() {
     p.health.add("metadataStore",
                  [metadata = p.metadata_port] { return health_of(metadata->healthy()); });
 
-    // The broker: loads its state from the log before any listener opens.
-    p.node = std::make_unique<broker::node>(broker_settings(cfg_), *p.log_port, *p.inbox_port,
-                                            *p.metadata_port, p.metrics,
-                                            cfg_.actors.client.dispatcher_pool_size);
-    p.node->core().set_shared_counters(p.counters.get());
     if (const auto& total = cfg_.mqtt.rate_limits.total; total.enabled) {
         ratelimit::quota_options quota;
         quota.limits = total.config;
@@ -453,12 +448,30 @@ void daemon::start() {
         quota.lease_return = total.lease_return;
         p.quota =
             ratelimit::quota_lease::create(*p.counters, system_clock::instance(), std::move(quota));
-        p.node->core().set_quota(p.quota.get());
         p.quota_gauges = p.metrics.add_refresher([quota = p.quota, &probe = p.metrics.broker()] {
             const auto s = quota->state();
             probe.quota_state(s.balance, s.reached);
         });
     }
+
+    // Authentication: credentials upserted, providers and blocked clients ready before the node
+    // that admits clients with them, and so before any listener opens.
+    // The I/O pool (started first of all, below the descriptor limit) also runs the JWT (JWKS)
+    // and HTTP providers' requests.
+    p.security =
+        build_security(cfg_, *p.metadata_port, p.metrics.auth(), p.io->context().get_executor());
+    if (p.security.jwt != nullptr) {
+        p.security.jwt->start();  // JWKS: first fetch and the refresh timer
+    }
+
+    // The broker: loads its state from the log before any listener opens.
+    p.node = std::make_unique<broker::node>(
+        broker_settings(cfg_), *p.log_port, *p.inbox_port, *p.metadata_port, p.metrics,
+        cfg_.actors.client.dispatcher_pool_size, system_clock::instance(),
+        broker::admission_services{.authenticator = p.security.authenticator.get(),
+                                   .blocked = p.security.blocked.get(),
+                                   .counters = p.counters.get(),
+                                   .quota = p.quota.get()});
     // Integrations before the node: its router must find them when it routes again what was
     // acknowledged before a crash (integration_service.h).
     p.integrations = std::make_unique<integration::integration_service>(
@@ -517,16 +530,6 @@ void daemon::start() {
         }
     }
 
-    // Authentication: credentials upserted, providers and blocked clients ready before any
-    // listener opens.
-    // The I/O pool (started first of all, below the descriptor limit) also runs the JWT (JWKS)
-    // and HTTP providers' requests.
-    p.security = build_security(cfg_, *p.metadata_port, p.node->core().timers(), p.metrics.auth(),
-                                p.io->context().get_executor());
-    if (p.security.jwt != nullptr) {
-        p.security.jwt->start();  // JWKS: first fetch and the refresh timer
-    }
-    p.node->core().set_security(p.security.authenticator.get(), p.security.blocked.get());
     // The rules of /api/blockedClient, on top of security.mqtt.blocked-clients (which are
     // applied again at every start): in embedded mode read from client.blocked here; in
     // cluster mode the state follower reads the topic from its start and keeps applying what
@@ -850,6 +853,7 @@ void daemon::stop() {
     }
     if (p.security.authenticator) {
         p.security.authenticator->stop();  // no verdict reaches a connection from now on
+        p.security.timers->stop();         // no provider timeout fires into it either
     }
     // Before the I/O pool stops: their requests and timers run on it.
     if (p.security.jwt != nullptr) {

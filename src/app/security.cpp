@@ -251,7 +251,7 @@ std::optional<std::string> provider_config_error(const config::broker_config& cf
 }
 
 security_parts build_security(const config::broker_config& cfg, metadata_store& metadata,
-                              actor::timer_service& timers, metrics::auth_probe& probe,
+                              metrics::auth_probe& probe,
                               boost::asio::any_io_executor io_executor) {
     const auto& sec = cfg.security.mqtt;
     security_parts parts;
@@ -311,8 +311,10 @@ security_parts build_security(const config::broker_config& cfg, metadata_store& 
                                         .breaker_threshold = sec.circuit_breaker.failure_threshold,
                                         .breaker_cooldown = sec.circuit_breaker.cool_down,
                                         .failed_attempts_per_address = sec.failed_auth_per_address};
+    parts.timers = std::make_unique<actor::timer_service>("auth-timers");
+    parts.timers->start();
     parts.authenticator = std::make_unique<auth::authenticator>(
-        options, std::move(providers), timers, probe, system_clock::instance());
+        options, std::move(providers), *parts.timers, probe, system_clock::instance());
     return parts;
 }
 

@@ -1,6 +1,8 @@
 #include "broker/broker_core.h"
 
 #include "broker/client_actor.h"
+#include "broker/session_coordinator.h"
+#include "broker/state_follower.h"
 
 #include "proto/starling.pb.h"
 #include <spdlog/spdlog.h>
@@ -10,7 +12,8 @@ namespace starling::broker {
 broker_core::broker_core(settings cfg, message_log& log, device_inbox& inbox,
                          metadata_store& metadata, actor::dispatcher& dispatcher,
                          actor::timer_service& timers, metrics::broker_probe& probe,
-                         metrics::log_probe& log_probe, const starling::clock& clock)
+                         metrics::log_probe& log_probe, const starling::clock& clock,
+                         admission_services admission)
     : cfg_(std::move(cfg)),
       log_(log),
       inbox_(inbox),
@@ -20,14 +23,30 @@ broker_core::broker_core(settings cfg, message_log& log, device_inbox& inbox,
       probe_(probe),
       log_probe_(log_probe),
       clock_(clock),
-      topics_(cfg_.topic_prefix) {}
+      topics_(cfg_.topic_prefix),
+      admission_(admission) {
+    if (cfg_.cluster) {
+        // Built here, not handed in: both need the finished core, and the core needs them from
+        // the first CONNECT on. Their constructors only keep the reference and read settings;
+        // node::start starts them.
+        follower_ = std::make_unique<state_follower>(*this);
+        coordinator_ = std::make_unique<session_coordinator>(*this);
+        mirror_ = follower_.get();
+    }
+}
 
 std::shared_ptr<client_actor> broker_core::actor_for(const std::string& client_id) {
     return sessions_.get_or_create_actor(
         client_id, [this](const std::string& id) { return client_actor::create(*this, id); });
 }
 
-broker_core::~broker_core() { app_consumers_.stop(); }
+broker_core::~broker_core() {
+    // node::stop stopped them; they go before the members they refer to, as when node owned them.
+    mirror_ = nullptr;
+    coordinator_.reset();
+    follower_.reset();
+    app_consumers_.stop();
+}
 
 namespace {
 

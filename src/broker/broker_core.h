@@ -54,14 +54,30 @@ namespace starling::broker {
 
 class client_actor;
 class session_coordinator;
+class state_follower;
+
+// What decides whether a client or a message gets in, built by the composition root (src/app)
+// before the node and fixed for the node's life. A member left null turns its check off: a node
+// built without it (unit tests, the fuzz target) lets every client in, and has no cluster-wide
+// limits and no throughput quota.
+struct admission_services {
+    // Authentication providers (security.mqtt.*) and the blocked-client rules.
+    auth::authenticator* authenticator = nullptr;
+    const auth::blocked_clients* blocked = nullptr;
+    // Cluster-wide rate limits and session counts: Redis in cluster mode, in-process embedded.
+    starling::shared_counters* counters = nullptr;
+    // mqtt.rate-limits.total; null when disabled.
+    ratelimit::quota_lease* quota = nullptr;
+};
 
 class broker_core {
   public:
     broker_core(settings cfg, message_log& log, device_inbox& inbox, metadata_store& metadata,
                 actor::dispatcher& dispatcher, actor::timer_service& timers,
                 metrics::broker_probe& probe, metrics::log_probe& log_probe,
-                const starling::clock& clock);
-    // Stops the APPLICATION consumer pool before any member is destroyed.
+                const starling::clock& clock, admission_services admission);
+    // Destroys the cluster-mode parts, then stops the APPLICATION consumer pool, before any
+    // other member is destroyed.
     ~broker_core();
     broker_core(const broker_core&) = delete;
     broker_core& operator=(const broker_core&) = delete;
@@ -135,40 +151,24 @@ class broker_core {
     // The origin-node header (topics.h) every state record of this node carries.
     std::vector<log_header> origin_headers() const;
 
-    // Authentication and blocked clients, built by the daemon. Set before listeners open and
-    // never changed afterwards; null = every client allowed (unit tests without security).
-    void set_security(auth::authenticator* authenticator, const auth::blocked_clients* blocked) {
-        authenticator_ = authenticator;
-        blocked_ = blocked;
-    }
-    auth::authenticator* authenticator() const { return authenticator_; }
-
-    // Shared counters (cluster-wide rate limits; Redis in cluster mode, in-process when
-    // embedded), built by the daemon. Set before start and never changed; null = the
-    // cluster-wide limits are off (unit tests).
-    void set_shared_counters(starling::shared_counters* counters) {
-        shared_counters_ = counters;
-        session_limits_.set_counters(counters);
-    }
+    // Admission (admission_services above); each null when the node was built without it.
+    auth::authenticator* authenticator() const { return admission_.authenticator; }
+    const auth::blocked_clients* blocked() const { return admission_.blocked; }
+    starling::shared_counters* shared_counters() const { return admission_.counters; }
+    ratelimit::quota_lease* quota() const { return admission_.quota; }
     // mqtt.sessions-limit / mqtt.application-clients-limit over the shared counters.
     broker::session_limits& session_limits() { return session_limits_; }
-    starling::shared_counters* shared_counters() const { return shared_counters_; }
-    // The cluster-wide throughput quota (mqtt.rate-limits.total), built by the daemon. Set
-    // before start and never changed; null = no quota (disabled, or unit tests without one).
-    void set_quota(ratelimit::quota_lease* quota) { quota_ = quota; }
-    ratelimit::quota_lease* quota() const { return quota_; }
-    const auth::blocked_clients* blocked() const { return blocked_; }
 
     // Cluster mode: the node's session coordinator (CONNECT requests, disconnect and session-end
-    // events). Set by broker::node before any client connects, cleared after every actor
-    // stopped; null in embedded mode.
-    void set_coordinator(session_coordinator* c) { coordinator_ = c; }
-    session_coordinator* coordinator() const { return coordinator_; }
+    // events) and its state follower, which mirrors the other nodes' subscriptions. Both are
+    // built with the core when settings::cluster is set, and never otherwise, so "null" means
+    // "embedded mode" and nothing else. broker::node starts and stops them.
+    session_coordinator* coordinator() const { return coordinator_.get(); }
+    state_follower* follower() const { return follower_.get(); }
 
-    // Cluster mode: the mirror of the other nodes' subscriptions (the state follower). Set by
-    // broker::node before start; null in embedded mode. The three calls below go to it.
-    void set_subscription_mirror(subscription_mirror* mirror) { mirror_ = mirror; }
-
+    // The three calls below go to the state follower as the trie's mirror of the other nodes'
+    // subscriptions (subscription_mirror.h); embedded mode has no mirror.
+    //
     // Runs `done` once this node's mirror holds every client.subscriptions record written so
     // far for the client; at once without a mirror.
     void after_subscriptions_caught_up(const std::string& client_id,
@@ -242,13 +242,13 @@ class broker_core {
     std::atomic<std::int32_t> subscription_partitions_{0};
     std::mutex warm_mutex_;
     std::unordered_set<std::string> warm_topics_;
+    const admission_services admission_;
+    broker::session_limits session_limits_{cfg_, probe_, admission_.counters};
+    // Cluster mode only. Last: they hold references to the members above (~broker_core).
+    std::unique_ptr<state_follower> follower_;
+    std::unique_ptr<session_coordinator> coordinator_;
+    // follower_ as the trie's mirror (subscription_mirror.h); null in embedded mode.
     subscription_mirror* mirror_ = nullptr;
-    auth::authenticator* authenticator_ = nullptr;
-    const auth::blocked_clients* blocked_ = nullptr;
-    starling::shared_counters* shared_counters_ = nullptr;
-    broker::session_limits session_limits_{cfg_, probe_};
-    ratelimit::quota_lease* quota_ = nullptr;
-    session_coordinator* coordinator_ = nullptr;
 };
 
 }  // namespace starling::broker

@@ -379,7 +379,7 @@ void client_actor::on_connect(client_msg::connect&& m) {
 }
 
 void client_actor::connect_session(const mqtt::connect& p, std::uint32_t expiry, bool id_assigned) {
-    if (core_.cfg().cluster && core_.coordinator() != nullptr) {
+    if (core_.coordinator() != nullptr) {  // cluster mode
         // Cluster: whether a session exists, and where, is the session-event handler's call.
         request_cluster_connect(p, expiry, id_assigned);
         return;
@@ -2355,7 +2355,7 @@ void client_actor::end_connection(metrics::disconnect_reason cause, std::string_
         app_->disconnect();
     }
     const std::int64_t now = core_.now_ms();
-    if (auto* coordinator = core_.coordinator(); core_.cfg().cluster && coordinator != nullptr) {
+    if (auto* coordinator = core_.coordinator(); coordinator != nullptr) {
         // Cluster: the session-event handler is the only writer of client.session.
         coordinator->notify_disconnected(client_id_, session_id_, session_expiry_,
                                          !sent_before_.empty());
@@ -2487,7 +2487,7 @@ void client_actor::end_session() {
     // Before the record goes: after a restart it is what says the session was an APPLICATION's.
     app_on_session_end();
     core_.sessions().erase_session(client_id_);
-    if (auto* coordinator = core_.coordinator(); core_.cfg().cluster && coordinator != nullptr) {
+    if (auto* coordinator = core_.coordinator(); coordinator != nullptr) {
         if (!session_id_.empty()) {
             coordinator->notify_session_ended(client_id_, session_id_);
         }

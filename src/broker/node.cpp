@@ -14,18 +14,19 @@
 namespace starling::broker {
 
 node::node(settings cfg, message_log& log, device_inbox& inbox, metadata_store& metadata,
-           metrics::registry& metrics, std::size_t dispatcher_threads, const starling::clock& clock)
+           metrics::registry& metrics, std::size_t dispatcher_threads, const starling::clock& clock,
+           admission_services admission)
     : metrics_(metrics),
       dispatcher_("client-actors", dispatcher_threads == 0 ? 1 : dispatcher_threads),
       timers_("broker-timers", clock) {
-    core_ = std::make_unique<broker_core>(std::move(cfg), log, inbox, metadata, dispatcher_,
-                                          timers_, metrics.broker(), metrics.log(), clock);
+    core_ =
+        std::make_unique<broker_core>(std::move(cfg), log, inbox, metadata, dispatcher_, timers_,
+                                      metrics.broker(), metrics.log(), clock, admission);
     router_ = std::make_unique<publish_router>(*core_, metrics.routing());
     persisted_ = std::make_unique<persisted_consumer>(*core_);
     app_removed_ = std::make_unique<app_removed_consumer>(*core_);
     if (core_->cfg().cluster) {
         const auto& self = core_->cfg().node_id;
-        follower_ = std::make_unique<state_follower>(*core_);
         downlink_ = std::make_unique<downlink_consumer>(*core_);
         downlink_persisted_ = std::make_unique<persisted_consumer>(
             *core_, persisted_consumer::options{
@@ -34,15 +35,12 @@ node::node(settings cfg, message_log& log, device_inbox& inbox, metadata_store& 
                         .consumers = 1,
                         .instance_name = "downlink-persisted",
                         .forward = false});
-        coordinator_ = std::make_unique<session_coordinator>(*core_);
-        core_->set_coordinator(coordinator_.get());
-        core_->set_subscription_mirror(follower_.get());
     }
 }
 
 void node::follow_blocked(blocked_clients_log* blocked) {
-    if (follower_) {
-        follower_->attach_blocked(blocked);
+    if (auto* follower = core_->follower(); follower != nullptr) {
+        follower->attach_blocked(blocked);
     }
 }
 
@@ -83,6 +81,9 @@ status node::create_topics() {
 
 status node::load_state(std::vector<std::pair<topic_partition, std::int64_t>>& follow_from) {
     auto& core = *core_;
+    // Cluster mode only (null embedded).
+    auto* follower = core.follower();
+    auto* coordinator = core.coordinator();
     const auto& t = core.topics();
     const auto& self = core.cfg().node_id;
     const bool cluster = core.cfg().cluster;
@@ -167,18 +168,18 @@ status node::load_state(std::vector<std::pair<topic_partition, std::int64_t>>& f
         if (cluster && readable && s.node_id() != self) {
             // Another node's client: mirrored, never restored or deleted here; that node (or
             // the session-event handler) owns its record and its subscriptions.
-            follower_->apply_session(client_id, value, s.node_id());
+            follower->apply_session(client_id, value, s.node_id());
             if (auto it = subscriptions.find(client_id); it != subscriptions.end()) {
-                follower_->apply_subscriptions(client_id, it->second, s.node_id());
+                follower->apply_subscriptions(client_id, it->second, s.node_id());
                 subscriptions.erase(it);
             }
             ++mirrored;
             continue;
         }
-        if (coordinator_ && readable && !s.persistent()) {
+        if (coordinator != nullptr && readable && !s.persistent()) {
             // Through the handler, the only writer of client.session in cluster mode: the
             // client may already have reconnected on another node.
-            coordinator_->notify_session_ended(client_id, s.session_id());
+            coordinator->notify_session_ended(client_id, s.session_id());
             subscriptions.erase(client_id);
             continue;
         }
@@ -190,9 +191,9 @@ status node::load_state(std::vector<std::pair<topic_partition, std::int64_t>>& f
             continue;
         }
         const bool was_connected = s.connected();
-        if (coordinator_ && was_connected) {
-            coordinator_->notify_disconnected(client_id, s.session_id(),
-                                              s.session_expiry_interval(), true);
+        if (coordinator != nullptr && was_connected) {
+            coordinator->notify_disconnected(client_id, s.session_id(), s.session_expiry_interval(),
+                                             true);
         }
         const std::int64_t disconnected_at = was_connected ? now : s.disconnected_at_ms();
         std::vector<stored_subscription> subs;
@@ -230,15 +231,15 @@ status node::load_state(std::vector<std::pair<topic_partition, std::int64_t>>& f
         auto origin = subscription_origin.find(client_id);
         const std::string written_by = origin == subscription_origin.end() ? "" : origin->second;
         if (cluster && written_by != self) {
-            follower_->apply_subscriptions(client_id, value, written_by);
+            follower->apply_subscriptions(client_id, value, written_by);
             continue;
         }
         core.clear_subscriptions(client_id, entry_records_of(client_id));
     }
-    if (follower_) {
+    if (follower != nullptr) {
         // The follower continues the fold from the snapshot's end: an entry record of another
         // node's set needs that set's base, which the snapshot held.
-        follower_->seed_subscriptions(std::move(subscription_fold));
+        follower->seed_subscriptions(std::move(subscription_fold));
     }
     spdlog::info(
         "restored {} persistent sessions, {} retained messages; mirrored {} sessions of "
@@ -268,10 +269,10 @@ void node::start() {
         });
         core_->session_limits().reconcile(sessions, applications, {});
     }
-    if (follower_) {
+    if (auto* follower = core_->follower(); follower != nullptr) {
         // Before the msg.all consumers: a copy routed here must find the mirror current and
         // this node's downlink topics read.
-        if (auto st = follower_->start(std::move(follow_from)); !st) {
+        if (auto st = follower->start(std::move(follow_from)); !st) {
             throw std::runtime_error("cannot start the state follower: " + st.error().message());
         }
         if (auto st = downlink_->start(); !st) {
@@ -283,8 +284,8 @@ void node::start() {
                                      st.error().message());
         }
     }
-    if (coordinator_) {
-        if (auto st = coordinator_->start(); !st) {
+    if (auto* coordinator = core_->coordinator(); coordinator != nullptr) {
+        if (auto st = coordinator->start(); !st) {
             throw std::runtime_error("cannot start session coordination: " + st.error().message());
         }
     }
@@ -335,19 +336,19 @@ void node::stop(std::chrono::milliseconds timeout) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     (void)core_->log().flush(std::max(left, std::chrono::milliseconds(100)));
-    if (coordinator_) {
+    if (auto* coordinator = core_->coordinator(); coordinator != nullptr) {
         // After the actors' last session events were written: handle those this node's handler
         // owns, then stop (fails requests still waiting).
-        coordinator_->drain(std::max(left, std::chrono::milliseconds(500)));
-        coordinator_->stop();
+        coordinator->drain(std::max(left, std::chrono::milliseconds(500)));
+        coordinator->stop();
     }
     router_->stop();
     persisted_->stop();
     app_removed_->stop();
-    if (follower_) {
+    if (auto* follower = core_->follower(); follower != nullptr) {
         downlink_->stop();
         downlink_persisted_->stop();
-        follower_->stop();
+        follower->stop();
     }
     gauges_.reset();
     timers_.stop();

@@ -34,9 +34,12 @@ namespace starling::broker {
 
 class node {
   public:
+    // `admission`: authentication, blocked clients, shared counters and the quota, built by the
+    // composition root before the node; the default turns them off (broker_core.h).
     node(settings cfg, message_log& log, device_inbox& inbox, metadata_store& metadata,
          metrics::registry& metrics, std::size_t dispatcher_threads,
-         const starling::clock& clock = system_clock::instance());
+         const starling::clock& clock = system_clock::instance(),
+         admission_services admission = {});
     ~node();
 
     // Throws std::runtime_error when the state cannot be loaded (start-up only).
@@ -62,7 +65,7 @@ class node {
     pipeline_counts pipeline_for_test() const;
 
     // Cluster mode only (null otherwise); for tests and metrics.
-    const state_follower* follower() const { return follower_.get(); }
+    const state_follower* follower() const { return core_->follower(); }
     const downlink_consumer* downlink() const { return downlink_.get(); }
 
   private:
@@ -76,11 +79,9 @@ class node {
     std::unique_ptr<publish_router> router_;
     std::unique_ptr<persisted_consumer> persisted_;
     std::unique_ptr<app_removed_consumer> app_removed_;
-    // Cluster mode only.
-    std::unique_ptr<state_follower> follower_;
+    // Cluster mode only (the state follower and the session coordinator are the core's).
     std::unique_ptr<downlink_consumer> downlink_;
     std::unique_ptr<persisted_consumer> downlink_persisted_;
-    std::unique_ptr<session_coordinator> coordinator_;  // cluster mode only
     metrics::refresher_handle gauges_;
     bool started_ = false;
 };

@@ -41,12 +41,13 @@ enum class admission : std::uint8_t {
 
 class session_limits {
   public:
-    session_limits(const settings& cfg, metrics::broker_probe& probe)
+    // `counters` null: the limits are off (a node built without shared counters).
+    session_limits(const settings& cfg, metrics::broker_probe& probe,
+                   starling::shared_counters* counters)
         : sessions_limit_(cfg.sessions_limit),
           application_limit_(cfg.application_clients_limit),
-          probe_(probe) {}
-
-    void set_counters(starling::shared_counters* counters) { counters_ = counters; }
+          probe_(probe),
+          counters_(counters) {}
 
     // True when either limit is set and a counter store exists.
     bool enabled() const {

@@ -128,8 +128,9 @@ struct harness {
         s.max_user_properties = 8;
         s.named_actor_grace = 0s;
         s.generated_actor_grace = 0s;
-        node = std::make_unique<broker::node>(s, *log, *inbox, *metadata, metrics, 1);
-        node->core().set_shared_counters(&counters);
+        node = std::make_unique<broker::node>(s, *log, *inbox, *metadata, metrics, 1,
+                                              system_clock::instance(),
+                                              broker::admission_services{.counters = &counters});
         node->start();
     }
     ~harness() {

@@ -56,11 +56,7 @@ class broker_fixture : public ::testing::Test {
         s.writable_resume_jitter = 0ms;
         s.sessions_limit = sessions_limit_;
         s.application_clients_limit = application_clients_limit_;
-        embedded_.open(s, [this](broker_core& core) {
-            if (quota_) {
-                core.set_quota(quota_.get());
-            }
-        });
+        embedded_.open(s, admission_services{.quota = quota_.get()});
         node_ = &embedded_.get();
     }
 
@@ -167,7 +163,7 @@ class broker_fixture : public ::testing::Test {
     std::int64_t application_clients_limit_ = 0;
     // The embedded shared counters (session limits); they outlive restarts, as Redis would.
     adapters::embedded::embedded_shared_counters& counters_ = embedded_.counters();
-    // The throughput quota (broker_core::set_quota); null = off.
+    // The throughput quota (admission_services::quota); null = off.
     std::shared_ptr<ratelimit::quota_lease> quota_;
     // Topic rules the next connect() hands to the actor (what authentication decided).
     std::shared_ptr<const auth::topic_rules> next_rules_;

@@ -35,10 +35,9 @@ class embedded_node {
     embedded_node(const embedded_node&) = delete;
     embedded_node& operator=(const embedded_node&) = delete;
 
-    // Opens the adapters and starts a node with `s`; `before_start` may wire optional services
-    // (quota, shared counters) into the core first.
-    template <class F>
-    void open(const broker::settings& s, F&& before_start) {
+    // Opens the adapters and starts a node with `s`. The node gets this object's in-process
+    // shared counters, and the quota in `admission` if any (its counters are ignored).
+    void open(const broker::settings& s, broker::admission_services admission = {}) {
         adapters::embedded::embedded_log_config log_cfg;
         log_cfg.data_dir = dir_;
         log_ = std::move(adapters::embedded::embedded_message_log::open(log_cfg).value());
@@ -55,14 +54,10 @@ class embedded_node {
         log_acks_ = std::make_unique<reordering_log>(*log_);
         // Likewise for the metadata store's session-context writes (metadata_holds()).
         metadata_holds_ = std::make_unique<holding_metadata_store>(*metadata_);
+        admission.counters = &counters_;
         node_ = std::make_unique<broker::node>(s, *log_acks_, *inbox_, *metadata_holds_, metrics_,
-                                               2, *clock_);
-        node_->core().set_shared_counters(&counters_);
-        before_start(node_->core());
+                                               2, *clock_, admission);
         node_->start();
-    }
-    void open(const broker::settings& s) {
-        open(s, [](broker::broker_core&) {});
     }
 
     void close() {
