@@ -7,6 +7,7 @@
 #include "broker/retained_echoes.h"
 #include "broker/session_coordinator.h"
 #include "mqtt/encoder.h"
+#include "mqtt/keep_alive.h"
 #include "mqtt/topic.h"
 #include "mqtt/topic_alias.h"
 #include "ratelimit/bandwidth_spec.h"
@@ -82,10 +83,11 @@ struct client_actor::connection_state {
     std::uint64_t id = 0;
     mqtt::protocol_version version = mqtt::protocol_version::v5;
     bool connack_sent = false;
-    std::uint16_t keep_alive = 0;        // effective, seconds
-    std::uint32_t requested_expiry = 0;  // as CONNECT asked (3.1.1 clean session 0: 0xFFFFFFFF)
+    std::uint16_t requested_keep_alive = 0;  // as CONNECT asked; negotiated at the CONNACK
+    std::uint32_t requested_expiry = 0;      // as CONNECT asked (3.1.1 clean session 0: 0xFFFFFFFF)
     bool clean_start = true;
-    std::chrono::steady_clock::time_point last_activity{};
+    // None until the CONNACK (the connect deadline covers the time before it).
+    mqtt::keep_alive_deadline keep_alive;
     actor::timer_handle keep_alive_timer;
     std::uint16_t client_receive_max = 65535;
     std::uint32_t client_max_packet = 0;  // 0: no limit
@@ -161,7 +163,7 @@ void client_actor::handle(client_message&& m) {
             } else if constexpr (std::is_same_v<T, client_msg::packet>) {
                 inbound_bytes_.fetch_sub(inbound_cost(msg.packet), std::memory_order_relaxed);
                 if (conn_ && conn_->id == msg.channel_id && !conn_->closing) {
-                    conn_->last_activity = core_.clock().steady_now();
+                    conn_->keep_alive.on_packet(core_.clock().steady_now());
                     if (!conn_->connack_sent || inbound_qos2_loading_) {
                         if (pre_connack_.size() >= pre_connack_limit) {
                             disconnect_with(mqtt::reason_code::receive_maximum_exceeded,
@@ -311,8 +313,7 @@ void client_actor::on_connect(client_msg::connect&& m) {
     c->channel = std::move(m.channel);
     c->id = c->channel->id();
     c->version = p.protocol_version;
-    c->last_activity = core_.clock().steady_now();
-    c->keep_alive = p.keep_alive;
+    c->requested_keep_alive = p.keep_alive;
     c->clean_start = p.clean_start;
     c->will = p.will ? std::make_unique<mqtt::will_message>(*p.will) : nullptr;
     c->type = m.type;
@@ -906,6 +907,8 @@ void client_actor::complete_connect(std::uint64_t channel_id, bool session_prese
     connection_state& c = *conn_;
     mqtt::connack ack;
     ack.session_present = session_present;
+    const auto keep_alive =
+        mqtt::negotiate_keep_alive(c.requested_keep_alive, cfg.max_keep_alive, c.version);
     if (c.v5()) {
         auto& props = ack.properties;
         props.receive_maximum = cfg.max_in_flight;
@@ -920,11 +923,8 @@ void client_actor::complete_connect(std::uint64_t channel_id, bool session_prese
         if (id_assigned) {
             props.assigned_client_identifier = client_id_;
         }
-        if (c.keep_alive == 0 || c.keep_alive > cfg.max_keep_alive) {
-            // Server Keep Alive: the client must use this value instead of its own.
-            c.keep_alive = cfg.max_keep_alive;
-            props.server_keep_alive = cfg.max_keep_alive;
-        }
+        // Server Keep Alive: the client must use this value instead of its own.
+        props.server_keep_alive = keep_alive.server_keep_alive;
         if (session_expiry_ != c.requested_expiry) {
             // The server's maximum shortened the client's interval: the client is told the one
             // in force (MQTT 5.0 section 3.2.2.3.2).
@@ -933,15 +933,12 @@ void client_actor::complete_connect(std::uint64_t channel_id, bool session_prese
         if (c.wants_response_information && !cfg.response_information.empty()) {
             props.response_information = cfg.response_information;
         }
-    } else if (c.keep_alive == 0 || c.keep_alive > cfg.max_keep_alive) {
-        // 3.1.x has no Server Keep Alive: the server enforces its maximum all the same, so a
-        // silent connection is never kept forever (a client that pings as it asked, within the
-        // maximum, is unaffected; one that asked for more or none is closed after 1.5 times
-        // the maximum of silence).
-        spdlog::debug("client {}: keep-alive {} s enforced as {} s", client_id_, c.keep_alive,
-                      cfg.max_keep_alive);
-        c.keep_alive = cfg.max_keep_alive;
+    } else if (keep_alive.seconds != c.requested_keep_alive) {
+        // 3.1.x has no Server Keep Alive: the maximum applies all the same (keep_alive.h).
+        spdlog::debug("client {}: keep-alive {} s enforced as {} s", client_id_,
+                      c.requested_keep_alive, keep_alive.seconds);
     }
+    c.keep_alive = mqtt::keep_alive_deadline(keep_alive.seconds, core_.clock().steady_now());
     app_on_connect(session_present);
     send_packet(ack);
     c.connack_sent = true;
@@ -951,7 +948,7 @@ void client_actor::complete_connect(std::uint64_t channel_id, bool session_prese
         "client connected: id={} address={} version={} session_present={} persistent={} "
         "keep_alive={}",
         client_id_, c.channel->remote_address(), version_name(c.version), session_present,
-        persistent_, c.keep_alive);
+        persistent_, c.keep_alive.seconds());
     emit_event(integration::lifecycle_event::connected, {}, {});
     core_.sessions().put_session(
         session_record{.client_id = client_id_,
@@ -2258,15 +2255,13 @@ void client_actor::end_resume_backoff() {
 }
 
 void client_actor::arm_keep_alive() {
-    if (!conn_ || conn_->keep_alive == 0) {
+    const auto deadline = conn_ ? conn_->keep_alive.deadline() : std::nullopt;
+    if (!deadline) {
         return;
     }
-    // Checked at 1.5 × keep-alive after the last packet (MQTT 3.1.2.10 / 5.0 3.1.2.10).
-    auto grace = std::chrono::milliseconds(static_cast<std::int64_t>(conn_->keep_alive) * 1500);
-    auto deadline = conn_->last_activity + grace;
     const std::uint64_t channel_id = conn_->id;
     std::weak_ptr<client_actor> weak = weak_from_this();
-    conn_->keep_alive_timer = core_.timers().schedule_at(deadline, [weak, channel_id] {
+    conn_->keep_alive_timer = core_.timers().schedule_at(*deadline, [weak, channel_id] {
         if (auto self = weak.lock()) {
             self->post([channel_id](client_actor& a) { a.on_keep_alive_timer(channel_id); });
         }
@@ -2277,8 +2272,7 @@ void client_actor::on_keep_alive_timer(std::uint64_t channel_id) {
     if (!conn_ || conn_->id != channel_id || conn_->closing) {
         return;
     }
-    auto grace = std::chrono::milliseconds(static_cast<std::int64_t>(conn_->keep_alive) * 1500);
-    if (core_.clock().steady_now() - conn_->last_activity >= grace) {
+    if (conn_->keep_alive.expired(core_.clock().steady_now())) {
         disconnect_with(mqtt::reason_code::keep_alive_timeout, "keep-alive expired");
         return;
     }
