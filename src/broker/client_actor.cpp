@@ -86,7 +86,9 @@ struct client_actor::connection_state {
     std::uint16_t requested_keep_alive = 0;  // as CONNECT asked; negotiated at the CONNACK
     std::uint32_t requested_expiry = 0;      // as CONNECT asked (3.1.1 clean session 0: 0xFFFFFFFF)
     bool clean_start = true;
-    // None until the CONNACK (the connect deadline covers the time before it).
+    // None until the CONNACK, when its timer is first armed; before that, the listener's connect
+    // deadline bounds the wait for CONNECT, and the provider and cluster-request timeouts the
+    // steps between CONNECT and CONNACK.
     mqtt::keep_alive_deadline keep_alive;
     actor::timer_handle keep_alive_timer;
     std::uint16_t client_receive_max = 65535;
