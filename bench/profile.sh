@@ -61,9 +61,13 @@ PREFIX=()
 # Callgrind collects only while the load runs (switched on below), not during start-up.
 [[ $TOOL == callgrind ]] &&
     PREFIX=(valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/callgrind.out")
+# As bench/run.sh: anonymous clients allowed (the shipped configuration refuses them), and no
+# per-address connection limits (every load-generator connection comes from 127.0.0.1).
 STARLING_DATA_DIR=$WORK/data LISTENER_TCP_BIND_ADDRESS=127.0.0.1 LISTENER_TCP_BIND_PORT=0 \
     LISTENER_WS_BIND_ADDRESS=127.0.0.1 LISTENER_WS_BIND_PORT=0 \
     HTTP_BIND_ADDRESS=127.0.0.1 HTTP_BIND_PORT=0 STARLING_LOG_LEVEL=warn \
+    SECURITY_MQTT_ALLOW_ANONYMOUS=true \
+    LISTENER_MAX_CONNECTIONS_PER_ADDRESS=0 LISTENER_CONNECT_RATE_PER_ADDRESS= \
     "${PREFIX[@]}" "$STARLINGD" --config "$ROOT/config/starling.yml" >"$WORK/starlingd.log" 2>&1 &
 PID=$!
 for _ in $(seq 1 600); do
