@@ -31,7 +31,6 @@ persisted_consumer::~persisted_consumer() { stop(); }
 
 status persisted_consumer::start() {
     const auto& cfg = core_.cfg();
-    // Here, not in the constructor: the daemon sets the shared counters after building the node.
     if (opts_.device_limit && !cfg.device_persisted_limit.empty() &&
         core_.shared_counters() != nullptr) {
         // TBMQ's Redis key. The timeout bounds how long a batch waits on an unreachable store
