@@ -118,10 +118,14 @@ void mqtt_connection::on_bytes(std::span<const std::uint8_t> bytes) {
             forward_acknowledgement(client_msg::packet{id_, std::move(packet)});
             continue;
         }
-        forward(client_msg::packet{id_, std::move(packet)});
         if (is_disconnect) {
+            // Before the packet is queued, not after: a new connection's CONNECT handled in
+            // between must already see that this one's input ended, or it takes the session over
+            // instead of waiting behind the DISCONNECT (client_actor::on_connect). Seen early,
+            // the flag only makes that CONNECT wait a turn or two for the packet to arrive.
             input_ended_.store(true, std::memory_order_release);
         }
+        forward(client_msg::packet{id_, std::move(packet)});
     }
     decoder_.shrink();
 }
@@ -446,10 +450,10 @@ void mqtt_connection::on_closed(std::error_code ec) {
         }
     }
     if (current_actor()) {
+        input_ended_.store(true, std::memory_order_release);  // before, as for a DISCONNECT
         forward(client_msg::closed{.channel_id = id_,
                                    .reason = ec ? ec.message() : "connection closed by peer",
                                    .protocol_error = std::nullopt});
-        input_ended_.store(true, std::memory_order_release);
     }
 }
 
