@@ -31,7 +31,6 @@ broker_core::broker_core(settings cfg, message_log& log, device_inbox& inbox,
         // node::start starts them.
         follower_ = std::make_unique<state_follower>(*this);
         coordinator_ = std::make_unique<session_coordinator>(*this);
-        mirror_ = follower_.get();
     }
 }
 
@@ -40,9 +39,44 @@ std::shared_ptr<client_actor> broker_core::actor_for(const std::string& client_i
         client_id, [this](const std::string& id) { return client_actor::create(*this, id); });
 }
 
+namespace {
+
+// The state follower as the trie's mirror of the other nodes' subscriptions; null in embedded
+// mode.
+subscription_mirror* mirror_of(const std::unique_ptr<state_follower>& follower) {
+    return follower.get();
+}
+
+}  // namespace
+
+void broker_core::after_subscriptions_caught_up(const std::string& client_id,
+                                                std::function<void()> done) const {
+    if (auto* mirror = mirror_of(follower_)) {
+        mirror->after_caught_up(client_id, std::move(done));
+    } else {
+        done();
+    }
+}
+
+void broker_core::subscriptions_dropped(const std::string& client_id) const {
+    if (auto* mirror = mirror_of(follower_)) {
+        mirror->local_entries_dropped(client_id);
+    }
+}
+
+void broker_core::hand_over_subscriptions(const std::string& client_id, handed_subscriptions subs,
+                                          const std::string& new_owner) {
+    if (auto* mirror = mirror_of(follower_)) {
+        mirror->hand_over(client_id, std::move(subs), new_owner);
+        return;
+    }
+    for (const auto& [filter, sub] : subs) {
+        trie_.unsubscribe(filter, client_id, sub.share_group);
+    }
+}
+
 broker_core::~broker_core() {
     // node::stop stopped them; they go before the members they refer to, as when node owned them.
-    mirror_ = nullptr;
     coordinator_.reset();
     follower_.reset();
     app_consumers_.stop();

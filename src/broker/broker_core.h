@@ -172,20 +172,10 @@ class broker_core {
     // Runs `done` once this node's mirror holds every client.subscriptions record written so
     // far for the client; at once without a mirror.
     void after_subscriptions_caught_up(const std::string& client_id,
-                                       std::function<void()> done) const {
-        if (mirror_ != nullptr) {
-            mirror_->after_caught_up(client_id, std::move(done));
-        } else {
-            done();
-        }
-    }
+                                       std::function<void()> done) const;
     // An actor that lost its session to another node removed its trie entries: the mirrored
     // entries of the new owner, kept out while the local ones existed, go back.
-    void subscriptions_dropped(const std::string& client_id) const {
-        if (mirror_ != nullptr) {
-            mirror_->local_entries_dropped(client_id);
-        }
-    }
+    void subscriptions_dropped(const std::string& client_id) const;
     // An actor whose session moved to `new_owner` hands its trie entries over instead of
     // removing them: each becomes a mirrored entry of the new owner in one trie operation, so a
     // message this node routes during the move still finds the session. Removing them left a
@@ -194,15 +184,7 @@ class broker_core {
     // (embedded mode) the entries are removed.
     using handed_subscriptions = subscription_mirror::handed_subscriptions;
     void hand_over_subscriptions(const std::string& client_id, handed_subscriptions subs,
-                                 const std::string& new_owner) {
-        if (mirror_ != nullptr) {
-            mirror_->hand_over(client_id, std::move(subs), new_owner);
-            return;
-        }
-        for (const auto& [filter, sub] : subs) {
-            trie_.unsubscribe(filter, client_id, sub.share_group);
-        }
-    }
+                                 const std::string& new_owner);
 
     // Refreshes the gauges derived from shared structures (called by the metrics scrape).
     void refresh_gauges();
@@ -247,8 +229,6 @@ class broker_core {
     // Cluster mode only. Last: they hold references to the members above (~broker_core).
     std::unique_ptr<state_follower> follower_;
     std::unique_ptr<session_coordinator> coordinator_;
-    // follower_ as the trie's mirror (subscription_mirror.h); null in embedded mode.
-    subscription_mirror* mirror_ = nullptr;
 };
 
 }  // namespace starling::broker
